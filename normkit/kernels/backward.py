@@ -44,7 +44,8 @@ def norm_bwd_kernel(
     num_programs = tl.num_programs(0)
     num_row_blocks = tl.cdiv(M, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
-    partial_row = DW_PARTIAL + pid.to(tl.int64) * N
+    if HAS_WEIGHT:
+        partial_row = DW_PARTIAL + pid.to(tl.int64) * N
 
     if ONE_TILE:
         col_mask = cols < N

@@ -1,0 +1,14 @@
+"""LeetGPU-style RMSNorm challenges on normkit's Triton kernels.
+
+- `run(M, N, eps)`: the seed problem, Triton forward vs plain torch → bool.
+- `solve(x, weight, dy, dx, dweight, N, C, eps)`: the backward, written into caller tensors.
+- `run_suite(solve_fn)`: the 12 functional cases; `mutants`: wrong solutions it must reject.
+- `main(argv)`: `python -m normkit challenge {rms-norm-forward,rms-norm-backward}`.
+"""
+
+from .backward import solve
+from .cases import CASES, CaseResult, run_suite
+from .cli import main
+from .forward import run
+
+__all__ = ["run", "solve", "run_suite", "CASES", "CaseResult", "main"]

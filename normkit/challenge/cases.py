@@ -1,0 +1,167 @@
+"""The functional suite of the RMSNorm-backward challenge: 12 seeded cases and their runner.
+
+A solution is any callable ``solve(x, weight, dy, dx, dweight, N, C, eps)`` that writes dx (N, C)
+and dweight (C,) in place (N rows, C columns, float32). Each case pre-fills both outputs with
+FILL = 123.0, calls it, and compares with a float64 reference (`normkit.reference.rms_norm_bwd`
+on .double() inputs) at atol = rtol = 1e-3; NaN anywhere fails. Case "hand-2x4" is compared
+with numbers worked by hand instead (a test checks that the reference agrees with them).
+"""
+
+from dataclasses import dataclass
+from typing import Callable, List, NamedTuple, Optional, Tuple
+
+import torch
+
+from .. import reference
+from .device import challenge_device
+
+ATOL = 1e-3
+RTOL = 1e-3
+FILL = 123.0  # what the outputs hold before solve: a value no correct output has here
+SEED = 0
+
+Tensor = torch.Tensor
+Inputs = Tuple[Tensor, Tensor, Tensor]  # x (N, C), weight (C,), dy (N, C): float32 on the CPU
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    n: int  # rows
+    c: int  # columns (the hidden size)
+    eps: float
+    make: Callable[[torch.Generator], Inputs]
+    hand: Optional[Tuple[list, list]] = None  # (dx, dweight) worked by hand, used as expected
+    exact: bool = False  # outputs must equal the expected values bit for bit
+
+    def inputs(self) -> Inputs:
+        return self.make(torch.Generator().manual_seed(SEED))
+
+    def expected(self, inputs: Inputs) -> Tuple[Tensor, Tensor]:
+        if self.hand is not None:
+            return tuple(torch.tensor(values, dtype=torch.float64) for values in self.hand)
+        x, weight, dy = (t.double() for t in inputs)
+        return reference.rms_norm_bwd(x, weight, dy, None, self.eps)
+
+
+class CaseResult(NamedTuple):
+    name: str
+    passed: bool
+    message: str
+
+
+# ----------------------------------------------------------------------------- inputs
+def _random(n: int, c: int, x_scale: float = 1.0) -> Callable[[torch.Generator], Inputs]:
+    def make(gen):
+        x = torch.randn(n, c, generator=gen) * x_scale
+        return x, torch.randn(c, generator=gen), torch.randn(n, c, generator=gen)
+    return make
+
+
+def correlated(n: int, c: int) -> Callable[[torch.Generator], Inputs]:
+    """dy = 0.5·x + noise, as in training: the projection term mean(g·x̂) is far from 0."""
+    def make(gen):
+        x = torch.randn(n, c, generator=gen)
+        dy = 0.5 * x + 0.1 * torch.randn(n, c, generator=gen)
+        return x, 1.0 + 0.1 * torch.randn(c, generator=gen), dy
+    return make
+
+
+def _zero_x(gen):
+    return torch.zeros(4, 30), torch.randn(30, generator=gen), torch.randn(4, 30, generator=gen)
+
+
+def _zero_dy(gen):
+    return torch.randn(64, 30, generator=gen), torch.randn(30, generator=gen), torch.zeros(64, 30)
+
+
+def _negative(gen):
+    x = -(torch.rand(37, 30, generator=gen) * 3 + 0.1)
+    weight = -(torch.rand(30, generator=gen) + 0.5)
+    return x, weight, -torch.rand(37, 30, generator=gen)
+
+
+def _one_element(gen):
+    # x̂ = x/sqrt(x² + eps) ≈ 1, so dx = rstd·g·eps/(x² + eps) ≈ 3e-6: "≈ 0"; dweight = dy·x̂ ≈ dy.
+    return torch.tensor([[1.5]]), torch.tensor([2.0]), torch.tensor([[-0.75]])
+
+
+# Worked by hand, eps = 0. Row 0: Σx² = 25, rstd = 2/5, x̂ = (2, 4, 4, 8)/5, g = dy·w = (1, 0, 1, 1),
+#   mean(g·x̂) = (2/5 + 4/5 + 8/5)/4 = 7/10, dx = 2/5·(g − 7/10·x̂) = (36, −28, 22, −6)/125.
+# Row 1: Σx² = 36, rstd = 1/3, x̂ = (−1, 3, 1, −5)/3, g = (1/2, 2, 0, −1/2),
+#   mean(g·x̂) = (−1/6 + 2 + 0 + 5/6)/4 = 2/3, dx = 1/3·(g − 2/3·x̂) = (13/54, 4/9, −2/27, 11/54).
+# dweight = Σ_rows dy·x̂ = (2/5, 0, −4/5, 16/5) + (−1/6, 1, 0, 5/3) = (7/30, 1, −4/5, 73/15).
+HAND_X = [[1.0, 2.0, 2.0, 4.0], [-1.0, 3.0, 1.0, -5.0]]
+HAND_WEIGHT = [1.0, 2.0, -1.0, 0.5]
+HAND_DY = [[1.0, 0.0, -1.0, 2.0], [0.5, 1.0, 0.0, -1.0]]
+HAND_DX = [[36 / 125, -28 / 125, 22 / 125, -6 / 125], [13 / 54, 4 / 9, -2 / 27, 11 / 54]]
+HAND_DWEIGHT = [7 / 30, 1.0, -4 / 5, 73 / 15]
+
+
+def _hand(gen):
+    return torch.tensor(HAND_X), torch.tensor(HAND_WEIGHT), torch.tensor(HAND_DY)
+
+
+CASES: List[Case] = [
+    Case("hand-2x4", 2, 4, 0.0, _hand, hand=(HAND_DX, HAND_DWEIGHT)),
+    Case("one-element-1x1", 1, 1, 1e-5, _one_element),
+    Case("single-row-1x3", 1, 3, 1e-5, _random(1, 3)),
+    Case("zero-x-4x30", 4, 30, 1e-5, _zero_x),  # rstd = 1/sqrt(eps), x̂ = 0: dx = g/sqrt(eps)
+    Case("eps-one-16x64", 16, 64, 1.0, _random(16, 64, x_scale=0.5)),
+    Case("zero-dy-64x30", 64, 30, 1e-5, _zero_dy, exact=True),
+    Case("negative-37x30", 37, 30, 1e-5, _negative),
+    Case("large-x-50x128", 50, 128, 1e-5, _random(50, 128, x_scale=50.0)),
+    Case("rect-100x30", 100, 30, 1e-5, _random(100, 30)),
+    Case("rect-255x1000", 255, 1000, 1e-5, _random(255, 1000)),
+    Case("ragged-4099x256", 4099, 256, 1e-5, _random(4099, 256)),
+    Case("correlated-1024x2048", 1024, 2048, 1e-5, correlated(1024, 2048)),
+]
+
+
+# ----------------------------------------------------------------------------- checking
+def _mismatch(name: str, got: Tensor, want: Tensor, exact: bool) -> Optional[str]:
+    """None when `got` matches; else where and how it first differs, and whether it is unwritten."""
+    bad = (got != want) if exact else ~torch.isclose(got, want, atol=ATOL, rtol=RTOL)
+    bad |= got.isnan()
+    if not bad.any():
+        return None
+    first = int(bad.flatten().nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), got.shape))
+    value, expected = got.flatten()[first].item(), want.flatten()[first].item()
+    message = (f"{name}[{', '.join(map(str, index))}]: expected {expected:.7g}, got {value:.7g} "
+               f"({int(bad.sum())} of {got.numel()} elements differ)")
+    unwritten = int((got == FILL).sum())
+    if unwritten:
+        message += f"; {unwritten} elements left unwritten (still {FILL})"
+    return message
+
+
+def run_case(solve_fn: Callable, case: Case, device) -> CaseResult:
+    """Run one case: pre-fill outputs with FILL, call solve_fn, compare with the expected values."""
+    inputs = case.inputs()
+    given = tuple(t.to(device, copy=True) for t in inputs)  # copies: the solution may scribble
+    dx = torch.full((case.n, case.c), FILL, device=device)
+    dweight = torch.full((case.c,), FILL, device=device)
+    try:
+        solve_fn(*given, dx, dweight, case.n, case.c, case.eps)
+    except Exception as error:  # a solution's crash is its case's failure, not the runner's
+        return CaseResult(case.name, False, f"solve raised {type(error).__name__}: {error}")
+    return _judge(case, inputs, given, {"dx": dx, "dweight": dweight})
+
+
+def _judge(case: Case, inputs: Inputs, given: tuple, outputs: dict) -> CaseResult:
+    pairs = {name: (got.cpu().double(), want) for (name, got), want in zip(outputs.items(), case.expected(inputs))}
+    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()]
+    problems += [f"solve wrote into its input {name}" for name, before, after
+                 in zip(("x", "weight", "dy"), inputs, given) if not torch.equal(before, after.cpu())]
+    problems = [p for p in problems if p]
+    if problems:
+        return CaseResult(case.name, False, "; ".join(problems))
+    errors = ", ".join(f"{name} {(got - want).abs().max().item():.1e}" for name, (got, want) in pairs.items())
+    return CaseResult(case.name, True, f"N={case.n} C={case.c} eps={case.eps:g}, max |error| {errors}")
+
+
+def run_suite(solve_fn: Callable, cases: Optional[List[Case]] = None, device=None) -> List[CaseResult]:
+    """Run every case (CASES by default) on `device` (GPU, or CPU under the interpreter)."""
+    device = challenge_device() if device is None else device
+    return [run_case(solve_fn, case, device) for case in (CASES if cases is None else cases)]

@@ -1,0 +1,39 @@
+"""The seed problem: run normkit's Triton RMSNorm forward once and compare it with plain torch.
+
+    y = x · rstd · w,   rstd = 1 / sqrt(mean(x², over the row) + eps)
+"""
+
+import torch
+
+from .. import ops, validation
+from .checks import check_positive_int
+from .device import challenge_device
+
+# fp32 kernel vs fp32 torch: both sum N squares in float32, in different orders; at N = 256 the
+# results differ by a few ulp (~1e-7 relative), so 1e-5 leaves room without hiding a real bug.
+ATOL = 1e-5
+RTOL = 1e-5
+SEED = 0
+
+
+def torch_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """x · rsqrt(mean(x²) + eps) · w in plain torch, in x's dtype."""
+    return x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps) * weight
+
+
+def run(M: int = 64, N: int = 256, eps: float = 1e-6) -> bool:
+    """Launch normkit's Triton forward on seeded (M, N) float32 inputs; True when it matches torch.
+
+    Inputs live on the GPU, or on the CPU under TRITON_INTERPRET=1 (RuntimeError otherwise).
+    Returns the Python bool of torch.allclose(triton_out, torch_reference, atol=ATOL, rtol=RTOL).
+    """
+    M = check_positive_int("M", M)
+    N = check_positive_int("N", N)
+    eps = validation.check_eps(eps)
+    device = challenge_device()
+    generator = torch.Generator().manual_seed(SEED)
+    x = torch.randn(M, N, generator=generator).to(device)
+    weight = torch.randn(N, generator=generator).to(device)
+    out = torch.empty_like(x)
+    ops.launch_fwd(x, weight, out, None, eps)
+    return bool(torch.allclose(out, torch_reference(x, weight, eps), atol=ATOL, rtol=RTOL))

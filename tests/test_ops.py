@@ -1,0 +1,196 @@
+"""rms_norm_fwd / rms_norm_bwd (the quack-aligned ops) against the float64 reference."""
+
+import pytest
+import torch
+
+import normkit
+from normkit import config as cfg
+from normkit import ops
+from tests.utils import assert_matches, make_inputs, ref_bwd, ref_fwd
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+# (1,1); odd N; several rows per program; a row longer than one tile; N > 65536.
+SHAPES = [(1, 1), (3, 7), (64, 256), (5, 1000), (2, 70000)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n", SHAPES)
+def test_forward_matches_float64(m, n, dtype, device):
+    x, w, _ = make_inputs(m, n, dtype, device)
+    out, residual_out, rstd = normkit.rms_norm_fwd(x, w, eps=1e-6, store_rstd=True)
+    y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
+    assert out.dtype == dtype and residual_out is x
+    assert rstd.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
+    assert_matches(out, y_ref, dtype, "y")
+    assert_matches(rstd, rstd_ref, torch.float32 if dtype != torch.float64 else dtype, "rstd")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n", SHAPES)
+@pytest.mark.parametrize("saved", [True, False], ids=["saved_rstd", "recompute_rstd"])
+def test_backward_matches_float64(m, n, dtype, saved, device):
+    x, w, dy = make_inputs(m, n, dtype, device, seed=1)
+    rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)[2] if saved else None
+    dx, dweight, dbias, dresidual = normkit.rms_norm_bwd(x, w, dy, rstd, eps=1e-6)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert dbias is None and dresidual is None
+    assert dx.dtype == dtype and dweight.dtype == w.dtype
+    if n == 1:  # x̂ = ±1 up to eps: dx is ~0 in exact math, only its size is meaningful
+        assert dx.double().abs().max().item() < 1e-2
+    else:
+        assert_matches(dx, dx_ref, dtype, "dx")
+    assert_matches(dweight, dw_ref, dtype, "dweight")
+
+
+def test_no_weight(device):
+    x, _, dy = make_inputs(9, 40, torch.float32, device, weight=False)
+    out, _, rstd = normkit.rms_norm_fwd(x, None)
+    assert rstd is None
+    assert_matches(out, ref_fwd(x, None, 1e-6)[0], torch.float32)
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, None, dy)
+    assert dweight is None
+    assert_matches(dx, ref_bwd(x, None, dy, 1e-6)[0], torch.float32)
+
+
+def test_recompute_and_saved_rstd_agree(device):
+    x, w, dy = make_inputs(33, 300, torch.float32, device, seed=2)
+    rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)[2]
+    saved = normkit.rms_norm_bwd(x, w, dy, rstd)
+    recomputed = normkit.rms_norm_bwd(x, w, dy, None)
+    torch.testing.assert_close(saved[0], recomputed[0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(saved[1], recomputed[1], rtol=1e-6, atol=1e-6)
+
+
+def test_saved_rstd_is_used(device):
+    """A saved rstd is what the backward uses: doubling it changes dx accordingly."""
+    x, w, dy = make_inputs(4, 64, torch.float64, device, seed=3)
+    rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)[2]
+    dx, _, _, _ = normkit.rms_norm_bwd(x, w, dy, rstd * 2)
+    r = (rstd * 2).unsqueeze(1)
+    g = dy * w
+    expected = r * g - x * r ** 3 * (g * x).sum(1, keepdim=True) / 64
+    torch.testing.assert_close(dx, expected)
+
+
+@pytest.mark.parametrize("shape", [(0, 16), (2, 0, 16)])
+def test_zero_rows(shape, device):
+    x = torch.randn(shape, device=device)
+    w = torch.randn(16, device=device)
+    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
+    assert out.shape == shape and rstd.shape == (0,)
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, torch.randn(shape, device=device), rstd)
+    assert dx.shape == shape
+    assert torch.equal(dweight, torch.zeros_like(w))
+
+
+def test_three_dim_input(device):
+    x, w, dy = make_inputs(24, 96, torch.bfloat16, device, seed=4)
+    x3, dy3 = x.view(2, 12, 96), dy.view(2, 12, 96)
+    out, _, rstd = normkit.rms_norm_fwd(x3, w, store_rstd=True)
+    assert out.shape == (2, 12, 96) and rstd.shape == (24,)
+    assert_matches(out, ref_fwd(x3, w, 1e-6)[0], torch.bfloat16)
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x3, w, dy3, rstd)
+    dx_ref, dw_ref = ref_bwd(x3, w, dy3, 1e-6)
+    assert_matches(dx, dx_ref, torch.bfloat16)
+    assert_matches(dweight, dw_ref, torch.bfloat16)
+
+
+def _strided_inputs(kind, device):
+    base, w, dy = make_inputs(40, 70, torch.float32, device, seed=5)
+    if kind == "row_stride":  # row stride 70 > N = 50
+        return base[:, :50], w[:50], dy[:, :50]
+    if kind == "col_stride":  # last-dim stride 40 != 1
+        return base.t(), torch.randn(40, device=device), dy.t()
+    if kind == "expanded_dy":  # dy as autograd produces it for out.sum(): every stride 0
+        return base, w, torch.ones(1, 1, device=device).expand(40, 70)
+    return base.view(4, 10, 70).transpose(0, 1), w, dy.view(4, 10, 70).transpose(0, 1)
+
+
+@pytest.mark.parametrize("kind", ["row_stride", "col_stride", "expanded_dy", "transposed_3d"])
+def test_non_contiguous_inputs(kind, device):
+    x, w, dy = _strided_inputs(kind, device)
+    assert not (x.is_contiguous() and dy.is_contiguous())
+    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
+    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float32, "y")
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, rstd)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float32, "dx")
+    assert_matches(dweight, dw_ref, torch.float32, "dweight")
+
+
+def test_fp16_large_magnitude_does_not_overflow(device):
+    """|x| in the hundreds: x² overflows fp16 (max 65504) unless statistics are fp32."""
+    x, w, dy = make_inputs(8, 512, torch.float16, device, seed=6)
+    x = (x.float() * 300).half()
+    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
+    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float16)
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, None)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float16, "dx")
+    assert_matches(dweight, dw_ref, torch.float16, "dweight")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_backward_is_bitwise_deterministic(dtype, device):
+    x, w, dy = make_inputs(300, 1000, dtype, device, seed=7)
+    first = normkit.rms_norm_bwd(x, w, dy)
+    for _ in range(3):
+        again = normkit.rms_norm_bwd(x, w, dy)
+        assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+
+
+# Configurations the heuristics pick for large shapes (column tiles, stacked rows, persistent
+# programs owning several row blocks), forced onto shapes small enough for the interpreter.
+FORCED = [
+    cfg.TileConfig(block_m=1, block_n=32, one_tile=False),  # ragged column tiles, one row a block
+    cfg.TileConfig(block_m=4, block_n=64, one_tile=False),  # column tiles with stacked rows
+    cfg.TileConfig(block_m=8, block_n=128, one_tile=True),  # whole row, stacked, masked tail rows
+]
+
+
+@pytest.mark.parametrize("config", FORCED, ids=lambda c: f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}")
+@pytest.mark.parametrize("recompute", [False, True])
+def test_forced_configs_write_every_element(config, recompute, device):
+    m, n = 37, 100
+    x, w, dy = make_inputs(m, n, torch.float32, device, seed=8)
+    out = torch.full((m, n), float("nan"), device=device)
+    rstd = torch.full((m,), float("nan"), device=device)
+    ops.launch_fwd(x, w, out, rstd, 1e-6, config)
+    y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
+    assert_matches(out, y_ref, torch.float32, "y")
+    assert_matches(rstd, rstd_ref, torch.float32, "rstd")
+    dx = torch.full((m, n), float("nan"), device=device)
+    dweight = torch.full((n,), float("nan"), device=device)
+    ops.launch_bwd(x, w, dy, None if recompute else rstd, dx, dweight, 1e-6, config)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float32, "dx")
+    assert_matches(dweight, dw_ref, torch.float32, "dweight")
+
+
+def test_more_programs_than_rows_still_write_partials(device, monkeypatch):
+    """The persistent grid may hold programs that own no row: their partial rows must be zeros."""
+    monkeypatch.setattr(ops, "multiprocessor_count", lambda device: 64)
+    x, w, dy = make_inputs(5, 48, torch.float32, device, seed=9)
+    config = cfg.TileConfig(block_m=1, block_n=16, one_tile=False, programs_per_sm=1)
+    dx, dweight = torch.empty(5, 48, device=device), torch.full((48,), 7.0, device=device)
+    ops.launch_bwd(x, w, dy, None, dx, dweight, 1e-6, config)
+    assert_matches(dweight, ref_bwd(x, w, dy, 1e-6)[1], torch.float32, "dweight")
+
+
+def test_offsets_beyond_int32(device):
+    """Row offsets past 2**31 elements need 64-bit index math (the interpreter emulates int32
+    overflow, so a 32-bit offset crashes or reads the wrong rows). The large buffer is
+    allocated lazily: only the touched rows cost memory."""
+    m, n, stride = 70000, 8, 32768  # last row starts at 2.29e9 elements
+    big = torch.empty(m * stride, dtype=torch.float16, device=device)
+    x = big.as_strided((m, n), (stride, 1))
+    g = torch.Generator().manual_seed(10)
+    x.copy_(torch.randn(m, n, generator=g))
+    w = torch.randn(n, generator=g).half().to(device)
+    dy = torch.randn(m, n, generator=g).half().to(device)
+    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
+    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float16, "y")
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, rstd)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float16, "dx")
+    assert_matches(dweight, dw_ref, torch.float16, "dweight")
