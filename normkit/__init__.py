@@ -1,15 +1,20 @@
-"""normkit: training-ready RMSNorm kernels for PyTorch, in Triton.
+"""normkit: training-ready RMSNorm and LayerNorm kernels for PyTorch, in Triton.
 
     import normkit
-    y = normkit.rms_norm(x, weight, eps=1e-6)             # autograd-aware
+    y = normkit.rms_norm(x, weight, eps=1e-6)                       # autograd-aware
+    y, h = normkit.rms_norm(x, weight, residual=r, prenorm=True)    # fused residual add
+    y = normkit.layer_norm(x, weight, bias)
     out, _, rstd = normkit.rms_norm_fwd(x, weight, store_rstd=True)
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x, weight, dout, rstd)   # rstd=None recomputes
-    norm = normkit.RMSNorm(4096)                           # a torch.nn.RMSNorm drop-in
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, weight, dout, rstd)  # rstd=None recomputes
+    norm = normkit.RMSNorm(4096)                                     # torch.nn.RMSNorm drop-in
 """
 
-from .functional import rms_norm
-from .modules import RMSNorm
-from .ops import rms_norm_bwd, rms_norm_fwd
+from .functional import layer_norm, rms_norm
+from .lowlevel import layer_norm_bwd, layer_norm_fwd, rms_norm_bwd, rms_norm_fwd
+from .modules import FusedAddRMSNorm, LayerNorm, RMSNorm
 
-__all__ = ["rms_norm", "rms_norm_fwd", "rms_norm_bwd", "RMSNorm"]
+__all__ = [
+    "rms_norm", "layer_norm", "rms_norm_fwd", "rms_norm_bwd", "layer_norm_fwd", "layer_norm_bwd",
+    "RMSNorm", "LayerNorm", "FusedAddRMSNorm",
+]
 __version__ = "0.1.0"

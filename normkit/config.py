@@ -5,6 +5,7 @@ hold runs on every call. Every constant has its reason beside it. Tests may pass
 of their own to the launchers in `normkit.ops` to reach every code path on small shapes.
 """
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ class TileConfig:
     one_tile: bool  # the whole row fits in one tile and stays in registers
     num_warps: int = 4
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
+    num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
 
 
 # Widest row kept whole in registers. Forward: x and y only, 16384 fp32 values over 16 warps is
@@ -68,7 +70,7 @@ def fit_block_m(config: TileConfig, m: int) -> TileConfig:
     block_m = min(config.block_m, triton.next_power_of_2(max(m, 1)))
     if block_m == config.block_m:
         return config
-    return TileConfig(block_m, config.block_n, config.one_tile, config.num_warps, config.programs_per_sm)
+    return dataclasses.replace(config, block_m=block_m)
 
 
 def backward_grid(config: TileConfig, m: int, multiprocessors: int) -> int:

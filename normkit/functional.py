@@ -1,11 +1,12 @@
-"""Autograd-aware RMSNorm: `rms_norm(x, weight=None, *, eps=1e-6)`.
+"""Autograd-aware `rms_norm` and `layer_norm`, with fused residual add, bias and weight offset.
 
-The autograd.Function works on a 2-D (M, N) view (reshapes stay outside it, so torch.compile sees
-stable ranks); it saves x, weight and the float32 rstd from the forward and calls the backward op
-with the saved rstd. It never launches kernels itself: that is `normkit.ops`.
+One autograd.Function serves both norms. It works on 2-D (M, N) views (reshapes stay outside
+it, so torch.compile sees stable ranks), saves h (x, or residual_out = x + residual), the
+parameters and the float32 statistics, and calls the backward op with them. It never launches
+kernels itself: that is `normkit.ops`.
 """
 
-from typing import Optional
+from typing import Optional, Tuple, Union
 
 import torch
 
@@ -14,33 +15,75 @@ from . import ops, validation
 Tensor = torch.Tensor
 
 
-class RMSNormFunction(torch.autograd.Function):
-    """y = x·rstd·w on (M, N) rows; backward gives (dx, dweight)."""
+class NormFunction(torch.autograd.Function):
+    """(x, weight, bias, residual) → y, or (y, residual_out) with prenorm; gradients for all four."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Optional[Tensor], eps: float) -> Tensor:
-        # rstd is M floats: always saved, so the backward never re-reads x to recompute it.
-        out, rstd = ops.fwd_2d(x, weight, eps, True)
-        ctx.save_for_backward(x, weight, rstd)
-        ctx.eps = eps
+    def forward(ctx, x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype,
+                residual_dtype, prenorm):
+        out, residual_out, mean, rstd = ops.norm_fwd(
+            x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+            store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype)
+        h = x if residual_out is None else residual_out
+        ctx.save_for_backward(h, weight, mean, rstd)
+        ctx.config = (eps, weight_offset, is_rms_norm, bias is not None)
+        ctx.dtypes = (x.dtype, None if residual is None else residual.dtype, None if bias is None else bias.dtype)
+        if prenorm:
+            return out, h
         return out
 
     @staticmethod
-    def backward(ctx, dout: Tensor):
-        x, weight, rstd = ctx.saved_tensors
-        dx, dweight = ops.bwd_2d(x, weight, dout, rstd, ctx.eps)
-        if weight is None or not ctx.needs_input_grad[1]:
-            dweight = None
-        return dx, dweight, None
+    def backward(ctx, dout, dresidual_out=None):
+        h, weight, mean, rstd = ctx.saved_tensors
+        eps, weight_offset, is_rms_norm, has_bias = ctx.config
+        x_dtype, residual_dtype, bias_dtype = ctx.dtypes
+        dh, dweight, dbias = ops.norm_bwd(
+            h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, has_bias=has_bias,
+            eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+        # h = x + residual: both receive dh (the same tensor when the dtypes agree).
+        dx = dh.to(x_dtype)
+        dresidual = None if residual_dtype is None else dh.to(residual_dtype)
+        if dbias is not None:
+            dbias = dbias.to(bias_dtype)
+        needs = ctx.needs_input_grad
+        return (dx if needs[0] else None, dweight if needs[1] else None, dbias if needs[2] else None,
+                dresidual if needs[3] else None, None, None, None, None, None, None)
 
 
-def rms_norm(x: Tensor, weight: Optional[Tensor] = None, *, eps: float = 1e-6) -> Tensor:
-    """RMSNorm over the last dimension, differentiable in x and weight.
-
-    y = x / sqrt(mean(x², dim=-1) + eps) · weight, with x of shape (..., N), weight (N,) or None.
-    Statistics accumulate in float32 (float64 for float64 x); y has x's dtype and shape.
-    """
-    eps = validation.check_fwd(x, weight, eps)
+def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype):
+    eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
+                               out_dtype=out_dtype, residual_dtype=residual_dtype)
+    if prenorm and residual is None:
+        raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
     n = x.shape[-1]
-    out = RMSNormFunction.apply(x.reshape(-1, n), weight, eps)
-    return out.view(x.shape)
+    outputs = NormFunction.apply(
+        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n), eps,
+        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, bool(prenorm))
+    if prenorm:
+        return outputs[0].view(x.shape), outputs[1].view(x.shape)
+    return outputs.view(x.shape)
+
+
+def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+             residual: Optional[Tensor] = None, *, eps: float = 1e-6, prenorm: bool = False,
+             weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
+             residual_dtype: Optional[torch.dtype] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """RMSNorm over the last dimension, differentiable in x, weight, bias and residual.
+
+    h = x + residual (added in fp32), y = h / sqrt(mean(h², -1) + eps) · (weight + weight_offset)
+    + bias, in out_dtype (default x's). weight/bias are (N,) or per-head (H, N) for x of shape
+    (..., H, N). With prenorm=True returns (y, residual_out), residual_out = h in residual_dtype
+    (default residual's); otherwise y (gradients still reach the residual).
+    """
+    return _apply(x, weight, bias, residual, eps, weight_offset, True, prenorm, out_dtype, residual_dtype)
+
+
+def layer_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               residual: Optional[Tensor] = None, *, eps: float = 1e-5, prenorm: bool = False,
+               out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None
+               ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """LayerNorm over the last dimension: y = (h − mean)·rstd·weight + bias with h = x + residual.
+
+    Same conventions as `rms_norm` (dtypes, per-head parameters, prenorm).
+    """
+    return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype)

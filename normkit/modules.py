@@ -4,7 +4,26 @@ import math
 
 import torch
 
-from .functional import rms_norm
+from .functional import layer_norm, rms_norm
+
+
+def _flatten_trailing(x, normalized_shape):
+    """x (..., *normalized_shape) → (x viewed as (..., N), N), with a clear error on mismatch."""
+    shape = tuple(normalized_shape)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < len(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
+        raise ValueError(f"x must end with the dimensions normalized_shape={shape}, got shape {tuple(x.shape)}")
+    n = math.prod(shape)
+    return x.reshape(*x.shape[: x.dim() - len(shape)], n), n
+
+
+def _flat(param, n):
+    return None if param is None else param.reshape(n)
+
+
+def _default_eps(dtype: torch.dtype) -> float:
+    return torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
 
 
 class RMSNorm(torch.nn.RMSNorm):
@@ -18,18 +37,39 @@ class RMSNorm(torch.nn.RMSNorm):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = tuple(self.normalized_shape)
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if tuple(x.shape[x.dim() - len(shape):]) != shape or x.dim() < len(shape):
-            raise ValueError(f"x must end with the dimensions normalized_shape={shape}, "
-                             f"got shape {tuple(x.shape)}")
+        flat, n = _flatten_trailing(x, self.normalized_shape)
         eps = self.eps if self.eps is not None else _default_eps(x.dtype)
-        n = math.prod(shape)
-        weight = self.weight.reshape(n) if self.weight is not None else None
-        lead = x.shape[: x.dim() - len(shape)]
-        return rms_norm(x.reshape(*lead, n), weight, eps=eps).view(x.shape)
+        return rms_norm(flat, _flat(self.weight, n), eps=eps).view(x.shape)
 
 
-def _default_eps(dtype: torch.dtype) -> float:
-    return torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
+class LayerNorm(torch.nn.LayerNorm):
+    """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat, n = _flatten_trailing(x, self.normalized_shape)
+        return layer_norm(flat, _flat(self.weight, n), _flat(self.bias, n), eps=self.eps).view(x.shape)
+
+
+class FusedAddRMSNorm(torch.nn.Module):
+    """Pre-norm block input: ``forward(x, residual) -> (y, residual_out)``.
+
+    residual_out = x + residual (added in fp32, kept in residual's dtype) and
+    y = rms_norm(residual_out) · (weight + weight_offset), in one kernel each way. With
+    ``weight_offset=1.0`` and a zero-initialised weight this is Gemma's (1 + w) convention.
+    """
+
+    def __init__(self, hidden_size: int, eps: float = 1e-6, weight_offset: float = 0.0,
+                 device=None, dtype=None):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.eps = eps
+        self.weight_offset = weight_offset
+        init = torch.zeros if weight_offset else torch.ones
+        self.weight = torch.nn.Parameter(init(hidden_size, device=device, dtype=dtype))
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor):
+        return rms_norm(x, self.weight, residual=residual, eps=self.eps, prenorm=True,
+                        weight_offset=self.weight_offset)
+
+    def extra_repr(self) -> str:
+        return f"{self.hidden_size}, eps={self.eps}, weight_offset={self.weight_offset}"

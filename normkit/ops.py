@@ -1,12 +1,10 @@
 """Allocation, dispatch and launch; `torch.library` custom ops with fake (meta) implementations.
 
-Layering: functional → ops → kernels. Ops take 2-D (M, N) views (reshaping happens above, so
-`torch.compile` sees stable ranks), allocate outputs, and launch the Triton kernels on CUDA
-tensors (and on CPU tensors under TRITON_INTERPRET=1) or call `normkit.reference` on CPU.
-They do no math of their own.
-
-The public, quack-aligned entry points `rms_norm_fwd` / `rms_norm_bwd` accept (..., N) inputs,
-validate, flatten, and call the custom ops.
+Layering: functional → ops → kernels. The ops take 2-D (M, N) views (reshaping happens above,
+so `torch.compile` sees stable ranks) and weights of shape (N,) or per-head (H, N); they
+allocate outputs and launch the Triton kernels on CUDA tensors (and on CPU tensors under
+TRITON_INTERPRET=1) or call `normkit.reference` on CPU. They do no math of their own.
+The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
 from typing import Optional, Tuple
@@ -15,8 +13,8 @@ import torch
 
 from . import config as cfg
 from . import reference
-from . import validation
 from ._runtime import HAS_TRITON, INTERPRET, multiprocessor_count, uses_triton
+from .validation import stats_dtype
 
 if HAS_TRITON:
     import triton
@@ -32,13 +30,6 @@ def _compute_dtype(x: Tensor):
     return tl.float64 if x.dtype == torch.float64 else tl.float32
 
 
-def _device_guard(device: torch.device):
-    """Launch on the tensors' device, not the current one (a no-op for CPU / current device)."""
-    if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
-        return torch.cuda.device(device)
-    return _NULL_GUARD
-
-
 class _NullGuard:
     def __enter__(self):
         return None
@@ -50,150 +41,202 @@ class _NullGuard:
 _NULL_GUARD = _NullGuard()
 
 
-def launch_fwd(x: Tensor, weight: Optional[Tensor], out: Tensor, rstd: Optional[Tensor], eps: float,
+def _device_guard(device: torch.device):
+    """Launch on the tensors' device, not the current one (a no-op for CPU / current device)."""
+    if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
+        return torch.cuda.device(device)
+    return _NULL_GUARD
+
+
+def _heads(weight: Optional[Tensor], bias: Optional[Tensor]) -> int:
+    param = weight if weight is not None else bias
+    return param.shape[0] if param is not None and param.dim() == 2 else 1
+
+
+def _stride(t: Optional[Tensor], dim: int) -> int:
+    return t.stride(dim) if t is not None else 0
+
+
+def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
+    """(M, N) → (M/H, H, N) so the reference broadcasts a per-head (H, N) weight."""
+    return t if t is None or heads == 1 else t.view(-1, heads, t.shape[-1])
+
+
+def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
+               mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
+               weight_offset: float = 0.0, is_rms_norm: bool = True,
                config: Optional[cfg.TileConfig] = None) -> None:
-    """Write y (into `out`, row-major (M, N)) and optionally rstd (M,) for x of shape (M, N)."""
+    """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,)."""
     m, n = x.shape
     if m == 0:
         return
+    heads = _heads(weight, bias)
     if not uses_triton(x.device):
-        y, r = reference.rms_norm_fwd(x, weight, eps)
-        out.copy_(y)
-        if rstd is not None:
-            rstd.copy_(r)
+        y, h, mu, r = reference.norm_fwd(
+            _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
+            is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
+            residual_dtype=None if residual_out is None else residual_out.dtype)
+        for dst, src in ((out, y), (residual_out, h), (mean, mu), (rstd, r)):
+            if dst is not None:
+                dst.copy_(src.reshape(dst.shape))
         return
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, INTERPRET), m)
-    grid = (triton.cdiv(m, config.block_m),)
     with _device_guard(x.device):
-        norm_fwd_kernel[grid](
-            x, weight, out, rstd, m, n, x.stride(0), x.stride(1), out.stride(0), eps,
+        norm_fwd_kernel[(triton.cdiv(m, config.block_m),)](
+            x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
+            x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
+            out.stride(0), _stride(residual_out, 0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            HAS_WEIGHT=weight is not None, STORE_RSTD=rstd is not None,
-            COMPUTE_DTYPE=_compute_dtype(x), num_warps=config.num_warps,
+            IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
+            HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
+            STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
+            num_warps=config.num_warps, num_stages=config.num_stages,
         )
 
 
-def launch_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, rstd: Optional[Tensor], dx: Tensor,
-               dweight: Optional[Tensor], eps: float, config: Optional[cfg.TileConfig] = None) -> None:
-    """Write dx (row-major (M, N)) and dweight (N,) for x, dy of shape (M, N).
+def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = None,
+               dweight: Optional[Tensor] = None, dbias: Optional[Tensor] = None,
+               dresidual_out: Optional[Tensor] = None, mean: Optional[Tensor] = None,
+               rstd: Optional[Tensor] = None, eps: float, weight_offset: float = 0.0,
+               is_rms_norm: bool = True, config: Optional[cfg.TileConfig] = None) -> None:
+    """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape).
 
-    rstd None recomputes it. dweight must be given exactly when weight is.
+    x is the normalised input (residual_out when there was a residual). rstd None (and mean None
+    for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is; dx
+    must not overlap x or dy (rows wider than one tile are read twice).
     """
     m, n = x.shape
     if m == 0:
-        if dweight is not None:
-            dweight.zero_()
+        for grad in (dweight, dbias):
+            if grad is not None:
+                grad.zero_()
         return
+    heads = _heads(weight, dbias)
     if not uses_triton(x.device):
-        d_x, d_w = reference.rms_norm_bwd(x, weight, dy, rstd, eps)
-        dx.copy_(d_x)
-        if dweight is not None:
-            dweight.copy_(d_w)
+        d_x, d_w, d_b = reference.norm_bwd(
+            _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
+            _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
+            weight_offset=weight_offset, has_bias=dbias is not None)
+        for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b)):
+            if dst is not None:
+                dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, True, INTERPRET), m)
-    programs = cfg.backward_grid(config, m, multiprocessor_count(x.device))
-    partial = None
-    if weight is not None:
-        partial = torch.empty((programs, n), dtype=reference.compute_dtype(x.dtype), device=x.device)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, True, INTERPRET), m // heads)
+    programs = cfg.backward_grid(config, m // heads, multiprocessor_count(x.device))
+    acc = reference.compute_dtype(x.dtype)
+    dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
+    db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
     with _device_guard(x.device):
-        norm_bwd_kernel[(programs,)](
-            x, weight, dy, dx, rstd, partial, m, n,
-            x.stride(0), x.stride(1), dy.stride(0), dy.stride(1), dx.stride(0), eps,
+        norm_bwd_kernel[(programs, heads)](
+            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, m, n, heads,
+            x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
+            _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            HAS_WEIGHT=weight is not None, RECOMPUTE_RSTD=rstd is None,
-            COMPUTE_DTYPE=_compute_dtype(x), num_warps=config.num_warps,
+            IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
+            HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
+            COMPUTE_DTYPE=_compute_dtype(x), num_warps=config.num_warps, num_stages=config.num_stages,
         )
-        if weight is not None:
-            sum_partials_kernel[(triton.cdiv(n, cfg.FINISH_BLOCK_N),)](
-                partial, dweight, programs, n,
-                BLOCK_G=cfg.FINISH_BLOCK_G, BLOCK_N=cfg.FINISH_BLOCK_N, num_warps=4,
-            )
+        for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
+            if grad is not None:
+                sum_partials_kernel[(triton.cdiv(heads * n, cfg.FINISH_BLOCK_N),)](
+                    partial, grad, programs, heads * n,
+                    BLOCK_G=cfg.FINISH_BLOCK_G, BLOCK_N=cfg.FINISH_BLOCK_N, num_warps=4,
+                )
 
 
 # ----------------------------------------------------------------------------- custom ops
-def _empty_stats(x: Tensor, store: bool) -> Tensor:
-    rows = x.shape[0] if store else 0
-    return torch.empty((rows,), dtype=validation.stats_dtype(x.dtype), device=x.device)
+# Custom ops cannot return None or alias an input: an empty tensor stands for "not produced".
+def _empty(x: Tensor, dtype: torch.dtype) -> Tensor:
+    return torch.empty((0,), dtype=dtype, device=x.device)
 
 
-def _dweight_like(weight: Optional[Tensor], x: Tensor) -> Tensor:
-    # Custom ops cannot return None: an empty tensor stands for "no weight, no dweight".
-    if weight is None:
-        return torch.empty((0,), dtype=x.dtype, device=x.device)
-    return torch.empty_like(weight, memory_format=torch.contiguous_format)
+def _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype):
+    """Allocate (out, residual_out, mean, rstd) — shared by the op and its fake implementation."""
+    m = x.shape[0]
+    out = torch.empty(x.shape, dtype=out_dtype or x.dtype, device=x.device)
+    res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
+    store_residual = residual is not None or res_dtype != x.dtype
+    residual_out = torch.empty(x.shape, dtype=res_dtype, device=x.device) if store_residual else _empty(x, x.dtype)
+    sdt = stats_dtype(x.dtype)
+    rstd = torch.empty((m,), dtype=sdt, device=x.device) if store_stats else _empty(x, sdt)
+    mean = torch.empty((m,), dtype=sdt, device=x.device) if store_stats and not is_rms_norm else _empty(x, sdt)
+    return out, residual_out, mean, rstd
 
 
-def _rms_norm_fwd_impl(x: Tensor, weight: Optional[Tensor], eps: float, store_rstd: bool
-                     ) -> Tuple[Tensor, Tensor]:
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    rstd = _empty_stats(x, store_rstd)
-    launch_fwd(x, weight, out, rstd if store_rstd else None, eps)
-    return out, rstd
+def _norm_fwd_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor],
+                   eps: float, weight_offset: float, is_rms_norm: bool, store_stats: bool,
+                   out_dtype: Optional[torch.dtype], residual_dtype: Optional[torch.dtype]
+                   ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    out, residual_out, mean, rstd = _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats,
+                                                 out_dtype, residual_dtype)
+    launch_fwd(x, out, weight=weight, bias=bias, residual=residual,
+               residual_out=residual_out if residual_out.dim() == 2 else None,
+               mean=mean if mean.numel() else None, rstd=rstd if store_stats else None,
+               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+    return out, residual_out, mean, rstd
 
 
-_rms_norm_fwd_op = torch.library.custom_op("normkit::rms_norm_fwd", _rms_norm_fwd_impl, mutates_args=())
+_norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, mutates_args=())
 
 
-@_rms_norm_fwd_op.register_fake
-def _(x, weight, eps, store_rstd):
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device), _empty_stats(x, store_rstd)
+@_norm_fwd_op.register_fake
+def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype):
+    return _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
 
 
-def _rms_norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor],
-                     eps: float) -> Tuple[Tensor, Tensor]:
+def _bwd_outputs(x, weight, has_bias):
+    """Allocate (dx, dweight, dbias); parameter gradients take weight's dtype (x's without)."""
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    dweight = _dweight_like(weight, x)
-    launch_bwd(x, weight, dout, rstd, dx, dweight if weight is not None else None, eps)
-    return dx, dweight
+    param_dtype = weight.dtype if weight is not None else x.dtype
+    param_shape = weight.shape if weight is not None else x.shape[-1:]
+    dweight = torch.empty(param_shape, dtype=param_dtype, device=x.device) if weight is not None else _empty(x, param_dtype)
+    dbias = torch.empty(param_shape, dtype=param_dtype, device=x.device) if has_bias else _empty(x, param_dtype)
+    return dx, dweight, dbias
 
 
-_rms_norm_bwd_op = torch.library.custom_op("normkit::rms_norm_bwd", _rms_norm_bwd_impl, mutates_args=())
+def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
+                   rstd: Optional[Tensor], dresidual_out: Optional[Tensor], has_bias: bool, eps: float,
+                   weight_offset: float, is_rms_norm: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    dx, dweight, dbias = _bwd_outputs(x, weight, has_bias)
+    launch_bwd(x, dout, dx, weight=weight, dweight=dweight if weight is not None else None,
+               dbias=dbias if has_bias else None, dresidual_out=dresidual_out, mean=mean, rstd=rstd,
+               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+    return dx, dweight, dbias
 
 
-@_rms_norm_bwd_op.register_fake
-def _(x, weight, dout, rstd, eps):
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device), _dweight_like(weight, x)
+_norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, mutates_args=())
 
 
-def fwd_2d(x: Tensor, weight: Optional[Tensor], eps: float, store_rstd: bool) -> Tuple[Tensor, Tensor]:
-    """The forward op on validated 2-D input. Eager calls skip the dispatcher (host overhead);
-    under torch.compile the registered op is what gets traced."""
+@_norm_bwd_op.register_fake
+def _(x, weight, dout, mean, rstd, dresidual_out, has_bias, eps, weight_offset, is_rms_norm):
+    return _bwd_outputs(x, weight, has_bias)
+
+
+def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor], *,
+             eps: float, weight_offset: float = 0.0, is_rms_norm: bool = True, store_stats: bool = False,
+             out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None
+             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+    """The forward op on validated 2-D input: (out, residual_out, mean, rstd), None where not produced
+    (residual_out None means "x itself"). Eager calls skip the dispatcher (host overhead); under
+    torch.compile the registered op is what gets traced."""
+    args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype)
     if torch.compiler.is_compiling():
-        return torch.ops.normkit.rms_norm_fwd(x, weight, eps, store_rstd)
-    return _rms_norm_fwd_impl(x, weight, eps, store_rstd)
+        out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
+    else:
+        out, residual_out, mean, rstd = _norm_fwd_impl(*args)
+    return (out, residual_out if residual_out.dim() == 2 else None,
+            mean if store_stats and not is_rms_norm else None, rstd if store_stats else None)
 
 
-def bwd_2d(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor], eps: float
-           ) -> Tuple[Tensor, Tensor]:
+def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optional[Tensor] = None,
+             rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, has_bias: bool = False,
+             eps: float, weight_offset: float = 0.0, is_rms_norm: bool = True
+             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced."""
+    args = (x, weight, dout, mean, rstd, dresidual_out, has_bias, eps, weight_offset, is_rms_norm)
     if torch.compiler.is_compiling():
-        return torch.ops.normkit.rms_norm_bwd(x, weight, dout, rstd, eps)
-    return _rms_norm_bwd_impl(x, weight, dout, rstd, eps)
-
-
-# ----------------------------------------------------------------------------- public, quack-aligned
-def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, *, eps: float = 1e-6, store_rstd: bool = False
-                 ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
-    """RMSNorm forward without autograd: returns (out, residual_out, rstd).
-
-    out = x / sqrt(mean(x², -1) + eps) · weight, in x's dtype and shape. residual_out is x itself
-    (the fused residual path comes later). rstd is a float32 tensor of shape (M,) with M the
-    number of rows (float64 for float64 x) when `store_rstd`, else None.
-    """
-    eps = validation.check_fwd(x, weight, eps)
-    n = x.shape[-1]
-    out, rstd = fwd_2d(x.reshape(-1, n), weight, eps, bool(store_rstd))
-    return out.view(x.shape), x, (rstd if store_rstd else None)
-
-
-def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor] = None, *,
-                 eps: float = 1e-6) -> Tuple[Tensor, Optional[Tensor], None, None]:
-    """RMSNorm backward without autograd: returns (dx, dweight, dbias, dresidual).
-
-    rstd=None recomputes rstd from x inside the kernel (nothing saved from the forward); a saved
-    rstd (from `rms_norm_fwd(..., store_rstd=True)`) skips that work. dweight has weight's dtype
-    (None when weight is None), accumulated in float32. dbias and dresidual are None here.
-    """
-    eps = validation.check_bwd(x, weight, dout, rstd, eps)
-    n = x.shape[-1]
-    dx, dweight = bwd_2d(x.reshape(-1, n), weight, dout.reshape(-1, n), rstd, eps)
-    return dx.view(x.shape), (dweight if weight is not None else None), None, None
+        dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
+    else:
+        dx, dweight, dbias = _norm_bwd_impl(*args)
+    return dx, (dweight if weight is not None else None), (dbias if has_bias else None)

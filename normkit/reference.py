@@ -1,50 +1,91 @@
-"""Plain-PyTorch RMSNorm: the float64-capable reference of the tests and the CPU path.
+"""Plain-PyTorch normalization: the float64-capable reference of the tests and the CPU path.
 
 Same math as the kernels (see `normkit.kernels`), computed in `compute_dtype`: float32 for
-16/32-bit inputs, float64 for float64 inputs, or whatever the caller asks (tests pass float64
-copies to get the reference).
+16/32-bit inputs, float64 for float64 inputs (tests pass float64 copies to get the reference).
+Weights may be per-head: weight/bias of shape (H, N) apply to x of shape (..., H, N).
 """
 
 from typing import Optional, Tuple
 
 import torch
 
+Tensor = torch.Tensor
+
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def rms_norm_fwd(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float
-                 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """y = x·rstd·w with rstd = 1/sqrt(mean(x²) + eps) over the last dim; returns (y, rstd).
+def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+             residual: Optional[Tensor] = None, *, eps: float, is_rms_norm: bool = True,
+             weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
+             residual_dtype: Optional[torch.dtype] = None
+             ) -> Tuple[Tensor, Tensor, Optional[Tensor], Tensor]:
+    """Returns (y, residual_out, mean, rstd) for h = x (+ residual) normalised over the last dim.
 
-    y has x's dtype; rstd (shape x.shape[:-1]) has the compute dtype.
+    y = ĥ·(w + weight_offset) + b with ĥ = (h − mean)·rstd (mean = 0 and None for RMSNorm),
+    rstd = 1/sqrt(mean((h − mean)²) + eps). y has out_dtype (default x's); residual_out is h in
+    residual_dtype (default residual's, else x's); statistics are in the compute dtype.
     """
     acc = compute_dtype(x.dtype)
-    xc = x.to(acc)
-    rstd = torch.rsqrt(xc.square().mean(dim=-1) + eps)
-    y = xc * rstd.unsqueeze(-1)
+    h = x.to(acc) if residual is None else x.to(acc) + residual.to(acc)
+    res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
+    mean = None if is_rms_norm else h.mean(dim=-1)
+    centered = h if is_rms_norm else h - mean.unsqueeze(-1)
+    rstd = torch.rsqrt(centered.square().mean(dim=-1) + eps)
+    y = centered * rstd.unsqueeze(-1)
     if weight is not None:
-        y = y * weight.to(acc)
-    return y.to(x.dtype), rstd
+        y = y * (weight.to(acc) + weight_offset)
+    if bias is not None:
+        y = y + bias.to(acc)
+    return y.to(out_dtype or x.dtype), h.to(res_dtype), mean, rstd
 
 
-def rms_norm_bwd(x: torch.Tensor, weight: Optional[torch.Tensor], dy: torch.Tensor,
-                 rstd: Optional[torch.Tensor], eps: float
-                 ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """dx = rstd·(g − x̂·mean(g·x̂)) with g = dy·w, x̂ = x·rstd; dweight = Σ_rows dy·x̂.
+def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Tensor] = None,
+             rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, *, eps: float,
+             is_rms_norm: bool = True, weight_offset: float = 0.0, has_bias: bool = False
+             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    """Returns (dx, dweight, dbias) for the normalised input x (residual_out with a residual).
 
-    rstd=None recomputes it from x. dx has x's dtype, dweight weight's dtype (None without weight).
+    dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dy·(w + weight_offset) and x̂ = (x − μ)·rstd
+    (the mean(g) term and μ for LayerNorm only), plus dresidual_out; dweight = Σ_rows dy·x̂,
+    dbias = Σ_rows dy. rstd (and mean) None recompute them from x. dx has x's dtype, dweight and
+    dbias weight's (x's without weight).
     """
     acc = compute_dtype(x.dtype)
     xc, dyc = x.to(acc), dy.to(acc)
     if rstd is None:
-        rstd = torch.rsqrt(xc.square().mean(dim=-1) + eps)
+        mean = None if is_rms_norm else xc.mean(dim=-1)
+        centered = xc if is_rms_norm else xc - mean.unsqueeze(-1)
+        rstd = torch.rsqrt(centered.square().mean(dim=-1) + eps)
     rstd = rstd.to(acc).reshape(x.shape[:-1]).unsqueeze(-1)
-    x_hat = xc * rstd
-    g = dyc * weight.to(acc) if weight is not None else dyc
-    dx = rstd * (g - x_hat * (g * x_hat).mean(dim=-1, keepdim=True))
+    mu = 0.0 if is_rms_norm else mean.to(acc).reshape(x.shape[:-1]).unsqueeze(-1)
+    x_hat = (xc - mu) * rstd
+    g = dyc * (weight.to(acc) + weight_offset) if weight is not None else dyc
+    inner = g - x_hat * (g * x_hat).mean(dim=-1, keepdim=True)
+    if not is_rms_norm:
+        inner = inner - g.mean(dim=-1, keepdim=True)
+    dx = rstd * inner
+    if dresidual_out is not None:
+        dx = dx + dresidual_out.to(acc)
+    param_dtype = weight.dtype if weight is not None else x.dtype
+    param_shape = weight.shape if weight is not None else x.shape[-1:]
+    lead = x.dim() - len(param_shape)  # per-head: sum over every dim but the last two
     dweight = None
     if weight is not None:
-        dweight = (dyc * x_hat).reshape(-1, x.shape[-1]).sum(dim=0).to(weight.dtype)
-    return dx.to(x.dtype), dweight
+        dweight = (dyc * x_hat).sum(dim=tuple(range(lead))).to(param_dtype)
+    dbias = dyc.sum(dim=tuple(range(lead))).to(param_dtype) if has_bias else None
+    return dx.to(x.dtype), dweight, dbias
+
+
+def rms_norm_fwd(x: Tensor, weight: Optional[Tensor], eps: float) -> Tuple[Tensor, Tensor]:
+    """y = x·rstd·w with rstd = 1/sqrt(mean(x²) + eps); returns (y, rstd)."""
+    y, _, _, rstd = norm_fwd(x, weight, eps=eps)
+    return y, rstd
+
+
+def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, rstd: Optional[Tensor], eps: float
+                 ) -> Tuple[Tensor, Optional[Tensor]]:
+    """dx = rstd·(g − x̂·mean(g·x̂)) with g = dy·w; dweight = Σ_rows dy·x̂. rstd None recomputes."""
+    dx, dweight, _ = norm_bwd(x, weight, dy, None, rstd, eps=eps)
+    return dx, dweight

@@ -33,14 +33,24 @@ def check_shape(name: str, tensor: Optional[torch.Tensor], expected: tuple) -> N
         raise ValueError(f"{name} must have shape {tuple(expected)}, got {tuple(tensor.shape)}")
 
 
+def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> float:
+    """A real, finite number (≥ minimum when given), returned as a Python float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value) or math.isinf(value) or (minimum is not None and value < minimum):
+        bound = f" >= {minimum:g}" if minimum is not None else ""
+        raise ValueError(f"{name} must be a finite number{bound}, got {value}")
+    return value
+
+
 def check_eps(eps) -> float:
-    """eps must be a real number, finite and ≥ 0; returned as a Python float."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"eps must be a float, got {type(eps).__name__}")
-    eps = float(eps)
-    if math.isnan(eps) or math.isinf(eps) or eps < 0:
-        raise ValueError(f"eps must be a finite number >= 0, got {eps}")
-    return eps
+    return check_finite_float("eps", eps, minimum=0.0)
+
+
+def check_dtype_arg(name: str, dtype) -> None:
+    if dtype is not None and dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{name} must be None or one of {_DTYPE_NAMES}, got {dtype}")
 
 
 def check_x(x) -> int:
@@ -53,34 +63,74 @@ def check_x(x) -> int:
     return x.shape[-1]
 
 
-def check_weight(weight, x: torch.Tensor, name: str = "weight") -> None:
-    check_float_tensor(name, weight, optional=True)
-    check_shape(name, weight, (x.shape[-1],))
-    check_same_device(name, weight, x)
+def check_param(name: str, param, x: torch.Tensor) -> None:
+    """weight/bias: (N,), or per-head (H, N) with x of shape (..., H, N)."""
+    check_float_tensor(name, param, optional=True)
+    if param is None:
+        return
+    if param.dim() == 2:
+        if x.dim() < 2 or tuple(x.shape[-2:]) != tuple(param.shape):
+            raise ValueError(f"{name} of shape {tuple(param.shape)} is a per-head (H, N) parameter and "
+                             f"needs x of shape (..., {param.shape[0]}, {param.shape[1]}), got {tuple(x.shape)}")
+    else:
+        check_shape(name, param, (x.shape[-1],))
+    check_same_device(name, param, x)
+
+
+def check_float64_consistency(x: torch.Tensor, **tensors) -> None:
+    """float64 runs compute in float64 (gradcheck); mixing it with lower precision would not."""
+    for name, t in tensors.items():
+        if t is not None and (t.dtype == torch.float64) != (x.dtype == torch.float64):
+            raise TypeError(f"unsupported dtype combination: x is {x.dtype} but {name} is {t.dtype}; "
+                            f"float64 inputs must all be float64 (the float64 path computes in float64)")
 
 
 def stats_dtype(x_dtype: torch.dtype) -> torch.dtype:
-    """dtype of saved statistics (rstd): float32, or float64 for float64 inputs."""
+    """dtype of saved statistics (mean, rstd): float32, or float64 for float64 inputs."""
     return torch.float64 if x_dtype == torch.float64 else torch.float32
 
 
-def check_fwd(x, weight, eps) -> float:
+def check_fwd(x, weight=None, bias=None, residual=None, *, eps, weight_offset=0.0,
+              out_dtype=None, residual_dtype=None) -> float:
+    """Checks the forward's arguments; returns eps as a float."""
     check_x(x)
-    check_weight(weight, x)
+    check_param("weight", weight, x)
+    check_param("bias", bias, x)
+    if weight is not None and bias is not None and weight.shape != bias.shape:
+        raise ValueError(f"bias must have weight's shape {tuple(weight.shape)}, got {tuple(bias.shape)}")
+    check_float_tensor("residual", residual, optional=True)
+    check_shape("residual", residual, x.shape)
+    check_same_device("residual", residual, x)
+    check_float64_consistency(x, weight=weight, bias=bias, residual=residual)
+    check_finite_float("weight_offset", weight_offset)
+    check_dtype_arg("out_dtype", out_dtype)
+    check_dtype_arg("residual_dtype", residual_dtype)
     return check_eps(eps)
 
 
-def check_bwd(x, weight, dout, rstd, eps) -> float:
-    eps = check_fwd(x, weight, eps)
-    check_float_tensor("dout", dout)
-    check_shape("dout", dout, x.shape)
-    check_same_device("dout", dout, x)
-    if rstd is not None:
-        check_float_tensor("rstd", rstd)
-        rows = math.prod(x.shape[:-1])
-        check_shape("rstd", rstd, (rows,))
-        if rstd.dtype != stats_dtype(x.dtype):
-            raise TypeError(f"rstd must have dtype {stats_dtype(x.dtype)} (as rms_norm_fwd saves it "
-                            f"for x of dtype {x.dtype}), got {rstd.dtype}")
-        check_same_device("rstd", rstd, x)
+def check_stats(name: str, stats, x: torch.Tensor) -> None:
+    if stats is None:
+        return
+    check_float_tensor(name, stats)
+    check_shape(name, stats, (math.prod(x.shape[:-1]),))
+    if stats.dtype != stats_dtype(x.dtype):
+        raise TypeError(f"{name} must have dtype {stats_dtype(x.dtype)} (as the forward saves it for x "
+                        f"of dtype {x.dtype}), got {stats.dtype}")
+    check_same_device(name, stats, x)
+
+
+def check_bwd(x, weight, dout, *, mean=None, rstd=None, dresidual_out=None, eps,
+              weight_offset=0.0, is_rms_norm=True) -> float:
+    """Checks the backward's arguments; returns eps as a float."""
+    eps = check_fwd(x, weight, eps=eps, weight_offset=weight_offset)
+    for name, t in (("dout", dout), ("dresidual_out", dresidual_out)):
+        check_float_tensor(name, t, optional=name != "dout")
+        check_shape(name, t, x.shape)
+        check_same_device(name, t, x)
+    check_stats("rstd", rstd, x)
+    check_stats("mean", mean, x)
+    if not is_rms_norm and (mean is None) != (rstd is None):
+        raise ValueError("mean and rstd must be given together (saved by layer_norm_fwd) or both be None "
+                         f"(recomputed), got mean={'None' if mean is None else 'a tensor'} and "
+                         f"rstd={'None' if rstd is None else 'a tensor'}")
     return eps

@@ -135,11 +135,16 @@ def test_torch_compile_fullgraph(device):
 def test_custom_ops_pass_opcheck(device):
     """torch.library's own consistency checks: schema, fake tensors, dispatch."""
     x, w, dy = make_inputs(4, 48, torch.float32, device)
+    r = torch.randn_like(x)
+    fwd, bwd = torch.ops.normkit.norm_fwd.default, torch.ops.normkit.norm_bwd.default
     rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)[2]
-    torch.library.opcheck(torch.ops.normkit.rms_norm_fwd.default, (x, w, 1e-6, True))
-    torch.library.opcheck(torch.ops.normkit.rms_norm_fwd.default, (x, None, 1e-6, False))
-    torch.library.opcheck(torch.ops.normkit.rms_norm_bwd.default, (x, w, dy, rstd, 1e-6))
-    torch.library.opcheck(torch.ops.normkit.rms_norm_bwd.default, (x, None, dy, None, 1e-6))
+    _, _, mean_ln, rstd_ln = normkit.layer_norm_fwd(x, w, store_rstd=True)
+    torch.library.opcheck(fwd, (x, w, None, None, 1e-6, 0.0, True, True, None, None))
+    torch.library.opcheck(fwd, (x, None, None, None, 1e-6, 0.0, True, False, None, None))
+    torch.library.opcheck(fwd, (x, w, w, r, 1e-5, 1.0, False, True, torch.bfloat16, torch.float32))
+    torch.library.opcheck(bwd, (x, w, dy, None, rstd, None, False, 1e-6, 0.0, True))
+    torch.library.opcheck(bwd, (x, None, dy, None, None, None, False, 1e-6, 0.0, True))
+    torch.library.opcheck(bwd, (x, w, dy, mean_ln, rstd_ln, r, True, 1e-5, 0.0, False))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")

@@ -155,13 +155,14 @@ def test_forced_configs_write_every_element(config, recompute, device):
     x, w, dy = make_inputs(m, n, torch.float32, device, seed=8)
     out = torch.full((m, n), float("nan"), device=device)
     rstd = torch.full((m,), float("nan"), device=device)
-    ops.launch_fwd(x, w, out, rstd, 1e-6, config)
+    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=config)
     y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
     assert_matches(out, y_ref, torch.float32, "y")
     assert_matches(rstd, rstd_ref, torch.float32, "rstd")
     dx = torch.full((m, n), float("nan"), device=device)
     dweight = torch.full((n,), float("nan"), device=device)
-    ops.launch_bwd(x, w, dy, None if recompute else rstd, dx, dweight, 1e-6, config)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, rstd=None if recompute else rstd, eps=1e-6,
+                   config=config)
     dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
     assert_matches(dx, dx_ref, torch.float32, "dx")
     assert_matches(dweight, dw_ref, torch.float32, "dweight")
@@ -173,7 +174,7 @@ def test_more_programs_than_rows_still_write_partials(device, monkeypatch):
     x, w, dy = make_inputs(5, 48, torch.float32, device, seed=9)
     config = cfg.TileConfig(block_m=1, block_n=16, one_tile=False, programs_per_sm=1)
     dx, dweight = torch.empty(5, 48, device=device), torch.full((48,), 7.0, device=device)
-    ops.launch_bwd(x, w, dy, None, dx, dweight, 1e-6, config)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, eps=1e-6, config=config)
     assert_matches(dweight, ref_bwd(x, w, dy, 1e-6)[1], torch.float32, "dweight")
 
 

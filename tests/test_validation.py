@@ -18,7 +18,9 @@ def _inputs(device, m=4, n=8, dtype=torch.float32):
     ("list_x", TypeError, r"x must be a torch.Tensor, got list"),
     ("int_weight", TypeError, r"weight must have a floating dtype .* got torch.int32"),
     ("weight_shape", ValueError, r"weight must have shape \(8,\), got \(7,\)"),
-    ("weight_2d", ValueError, r"weight must have shape \(8,\), got \(1, 8\)"),
+    ("weight_2d", ValueError, r"weight of shape \(1, 8\) is a per-head \(H, N\) parameter and needs x of "
+                              r"shape \(\.\.\., 1, 8\), got \(4, 8\)"),
+    ("weight_3d", ValueError, r"weight must have shape \(8,\), got \(1, 1, 8\)"),
     ("eps_negative", ValueError, r"eps must be a finite number >= 0, got -1e-06"),
     ("eps_nan", ValueError, r"eps must be a finite number >= 0, got nan"),
     ("eps_inf", ValueError, r"eps must be a finite number >= 0, got inf"),
@@ -39,6 +41,8 @@ def test_forward_bad_input(fn, case, exc, pattern, device):
         w = w[:7]
     elif case == "weight_2d":
         w = w.view(1, 8)
+    elif case == "weight_3d":
+        w = w.view(1, 1, 8)
     elif case == "eps_negative":
         eps = -1e-6
     elif case == "eps_nan":

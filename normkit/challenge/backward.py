@@ -28,4 +28,4 @@ def solve(x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor, dx: torch.Ten
     TypeError / ValueError naming the argument, before writing anything, on bad input.
     """
     eps = check_solve_args(x, weight, dy, dx, dweight, N, C, eps)
-    ops.launch_bwd(x.view(N, C), weight, dy.view(N, C), None, dx.view(N, C), dweight, eps)
+    ops.launch_bwd(x.view(N, C), dy.view(N, C), dx.view(N, C), weight=weight, dweight=dweight, eps=eps)

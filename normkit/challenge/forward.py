@@ -35,5 +35,5 @@ def run(M: int = 64, N: int = 256, eps: float = 1e-6) -> bool:
     x = torch.randn(M, N, generator=generator).to(device)
     weight = torch.randn(N, generator=generator).to(device)
     out = torch.empty_like(x)
-    ops.launch_fwd(x, weight, out, None, eps)
+    ops.launch_fwd(x, out, weight=weight, eps=eps)
     return bool(torch.allclose(out, torch_reference(x, weight, eps), atol=ATOL, rtol=RTOL))

@@ -1,26 +1,30 @@
-"""RMSNorm backward kernel family.
+"""Normalization backward kernel family: RMSNorm and LayerNorm, with bias, residual, weight offset.
 
-With x̂ = x·rstd and g = dy·w (g = dy when HAS_WEIGHT is False), per row::
+h is the normalised input (x, or residual_out = x + residual when there was a residual), with
+mean μ (0 for RMSNorm), rstd, ĥ = (h − μ)·rstd and g = dy·(w + weight_offset) (g = dy without
+HAS_WEIGHT). Per row::
 
-    dx = rstd · (g − x̂ · mean(g·x̂))
-       = rstd · g − x · rstd³ · Σ(g·x) / N
+    c₁ = Σ(g·ĥ) / N        c₂ = Σg / N  (LayerNorm only; 0 for RMSNorm)
+    dh = rstd · (g − ĥ·c₁ − c₂)  (+ dresidual_out, HAS_DRESIDUAL: the gradient on residual_out)
 
-and over all rows::
+which for RMSNorm is dx = rstd·(g − x̂·mean(g·x̂)) = rstd·g − x·rstd³·Σ(g·x)/N. Over all rows::
 
-    dweight = Σ_rows dy · x̂
+    dweight = Σ_rows dy·ĥ          dbias = Σ_rows dy
 
-rstd is either loaded (saved by the forward) or, with RECOMPUTE_RSTD, recomputed from x in the
-same pass that accumulates Σ(g·x): the LeetGPU #142 contract where nothing is saved.
+dh is both dx and dresidual (h = x + residual). With RECOMPUTE_STATS the statistics are
+recomputed from h in the same pass that reduces Σ(g·h) and Σg (the LeetGPU #142 contract:
+nothing saved from the forward); otherwise the saved mean/rstd are loaded.
 
-Persistent grid. Program p owns row blocks p, p + G, p + 2G, … (G = number of programs). It keeps
-its share of dweight, Σ over its rows of dy·x̂, in COMPUTE_DTYPE and writes it as row p of
-DW_PARTIAL (G, N) — even when it owned no rows (then the row is zero). `sum_partials_kernel` then
-sums the G rows in a fixed order: no atomics, so dweight and dx are bitwise reproducible.
+Persistent grid (G, HEADS). Program (p, k) owns the rows of head k (every row when HEADS = 1)
+in row blocks p, p + G, p + 2G, … It keeps its share of dweight and dbias in COMPUTE_DTYPE and
+writes it as row p of DW_PARTIAL / DB_PARTIAL, shaped (G, HEADS·N) — even when it owned no rows.
+`sum_partials_kernel` then sums the G rows in a fixed order: no atomics, so every gradient is
+bitwise reproducible.
 
-Tiling. ONE_TILE keeps x, dy, w and the dweight partial of a whole row in registers. Otherwise
-each row block is walked twice in BLOCK_N-wide tiles (statistics, then dx; the second read mostly
-hits L2) and the partial row lives in DW_PARTIAL itself, read-modified-written tile by tile by its
-one owner program (a barrier orders the re-read; still no atomics).
+Tiling. ONE_TILE keeps h, dy, w and the partials of a whole row in registers. Otherwise each
+row block is walked twice in BLOCK_N-wide tiles (reductions, then dh: the second read mostly hits
+L2) and the partial rows live in DW_PARTIAL / DB_PARTIAL themselves, read-modified-written tile
+by tile by their one owner program (a barrier orders the re-read; still no atomics).
 """
 
 import triton
@@ -28,96 +32,170 @@ import triton.language as tl
 
 
 @triton.jit
+def _load_tile(X, DY, W, x_offs, dy_offs, w_offs, mask, col_mask, weight_offset,
+               HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """(h, dy, g = dy·(w + weight_offset)) for one tile, upcast; masked elements are 0."""
+    h = tl.load(X + x_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    dy = tl.load(DY + dy_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    g = dy
+    if HAS_WEIGHT:
+        w = tl.load(W + w_offs, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+        g = dy * w[None, :]
+    return h, dy, g
+
+
+@triton.jit
+def _accumulate_partial(PARTIAL, offs, mask, contribution):
+    """PARTIAL[offs] += contribution, by the row's one owner program."""
+    tl.store(PARTIAL + offs, tl.load(PARTIAL + offs, mask=mask, other=0.0) + contribution, mask=mask)
+
+
+@triton.jit
 def norm_bwd_kernel(
-    X, W, DY, DX, RSTD, DW_PARTIAL,  # x, dy strided (M, N); dx row-major; rstd (M,); partial (G, N)
-    M, N,
-    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, stride_dx_row,
-    eps,
+    X, W, DY, DRESIDUAL_OUT, MEAN, RSTD,  # inputs: h, dy, dresidual_out (M, N) strided; w (HEADS, N)
+    DX, DW_PARTIAL, DB_PARTIAL,  # outputs: dx (M, N) row-major; partials (G, HEADS·N)
+    M, N, HEADS,
+    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
+    stride_dres_row, stride_dres_col, stride_dx_row,
+    eps, weight_offset,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     ONE_TILE: tl.constexpr,
+    IS_RMS_NORM: tl.constexpr,
     HAS_WEIGHT: tl.constexpr,
-    RECOMPUTE_RSTD: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    HAS_DRESIDUAL: tl.constexpr,
+    RECOMPUTE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
 ):
     pid = tl.program_id(0)
+    head = tl.program_id(1)
     num_programs = tl.num_programs(0)
-    num_row_blocks = tl.cdiv(M, BLOCK_M)
+    head_rows = M // HEADS  # rows of one head (all rows when HEADS = 1)
+    num_row_blocks = tl.cdiv(head_rows, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
-    if HAS_WEIGHT:
-        partial_row = DW_PARTIAL + pid.to(tl.int64) * N
+    w_row = head.to(tl.int64) * N  # offset of this head's weight row
+    partial_offset = (pid.to(tl.int64) * HEADS + head) * N  # this program's row of the partials
 
     if ONE_TILE:
         col_mask = cols < N
-        if HAS_WEIGHT:
-            w = tl.load(W + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE)
         dw_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
-    elif HAS_WEIGHT:
+        db_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
+    elif HAS_WEIGHT or HAS_BIAS:
+        zeros = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N):
             c = start + cols
-            tl.store(partial_row + c, tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE), mask=c < N)
+            if HAS_WEIGHT:
+                tl.store(DW_PARTIAL + partial_offset + c, zeros, mask=c < N)
+            if HAS_BIAS:
+                tl.store(DB_PARTIAL + partial_offset + c, zeros, mask=c < N)
         tl.debug_barrier()
 
     for row_block in tl.range(pid, num_row_blocks, num_programs):
-        rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_mask = rows < M
-        rows64 = rows.to(tl.int64)  # int64 offsets: tensors above 2**31 elements
-        x_rows = X + rows64[:, None] * stride_x_row
-        dy_rows = DY + rows64[:, None] * stride_dy_row
-        dx_rows = DX + rows64[:, None] * stride_dx_row
+        local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = local < head_rows
+        rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
+        x_rows = rows64[:, None] * stride_x_row
+        dy_rows = rows64[:, None] * stride_dy_row
+        dres_rows = rows64[:, None] * stride_dres_row
+        dx_rows = rows64[:, None] * stride_dx_row
 
+        # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
         if ONE_TILE:
             mask = row_mask[:, None] & col_mask[None, :]
-            x = tl.load(x_rows + cols[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-            dy = tl.load(dy_rows + cols[None, :] * stride_dy_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-            g = dy * w[None, :] if HAS_WEIGHT else dy
-            sum_gx = tl.sum(g * x, axis=1)
-            if RECOMPUTE_RSTD:
-                rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
+            h, dy, g = _load_tile(X, DY, W, x_rows + cols[None, :] * stride_x_col,
+                                  dy_rows + cols[None, :] * stride_dy_col, w_row + cols, mask, col_mask,
+                                  weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+            sum_gh = tl.sum(g * h, axis=1)
+            sum_g = tl.sum(g, axis=1)
+            if RECOMPUTE_STATS:
+                if IS_RMS_NORM:
+                    mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+                    var = tl.sum(h * h, axis=1) / N
+                else:
+                    mean = tl.sum(h, axis=1) / N
+                    centered = tl.where(mask, h - mean[:, None], 0.0)
+                    var = tl.sum(centered * centered, axis=1) / N
         else:
-            sum_gx = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            sum_sq = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            sum_gh = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             for start in tl.range(0, N, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < N)[None, :]
-                xt = tl.load(x_rows + c[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-                gt = tl.load(dy_rows + c[None, :] * stride_dy_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-                if HAS_WEIGHT:
-                    gt = gt * tl.load(W + c, mask=c < N, other=0.0).to(COMPUTE_DTYPE)[None, :]
-                sum_gx += tl.sum(gt * xt, axis=1)
-                if RECOMPUTE_RSTD:
-                    sum_sq += tl.sum(xt * xt, axis=1)
-            if RECOMPUTE_RSTD:
-                rstd = 1.0 / tl.sqrt(sum_sq / N + eps)
+                h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
+                                      dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
+                                      weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                sum_gh += tl.sum(g * h, axis=1)
+                sum_g += tl.sum(g, axis=1)
+                if RECOMPUTE_STATS:
+                    if IS_RMS_NORM:
+                        m2 += tl.sum(h * h, axis=1)
+                    else:  # Chan et al.: merge this tile's (count, mean, M2) into the running ones
+                        seen = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + start
+                        count = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + tl.minimum(N - start, BLOCK_N)
+                        tile_mean = tl.sum(h, axis=1) / count
+                        d = tl.where(mask, h - tile_mean[:, None], 0.0)
+                        delta = tile_mean - mean
+                        mean += delta * count / (seen + count)
+                        m2 += tl.sum(d * d, axis=1) + delta * delta * seen * count / (seen + count)
+            var = m2 / N
 
-        if not RECOMPUTE_RSTD:
+        if RECOMPUTE_STATS:
+            rstd = 1.0 / tl.sqrt(var + eps)
+        else:
             rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-        # Rows past M must contribute nothing to dweight, even when eps = 0 makes 1/sqrt(0) = inf.
+            if IS_RMS_NORM:
+                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            else:
+                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+        # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
         rstd = tl.where(row_mask, rstd, 0.0)
-        # dx = rstd·g − x·(rstd³·Σ(g·x)/N): precompute the per-row coefficient of x.
-        x_coef = rstd * rstd * rstd * sum_gx / N
+        # c₁ = Σ(g·ĥ)/N = rstd·(Σ(g·h) − μ·Σg)/N;  c₂ = Σg/N (LayerNorm)
+        c1 = rstd * (sum_gh - mean * sum_g) / N
+        c2 = sum_g / N
 
+        # ---- dh = rstd·(g − ĥ·c₁ − c₂) (+ dresidual_out), and the parameter partials
         if ONE_TILE:
-            dx = g * rstd[:, None] - x * x_coef[:, None]
-            tl.store(dx_rows + cols[None, :], dx.to(DX.dtype.element_ty), mask=mask)
+            x_hat = (h - mean[:, None]) * rstd[:, None]
+            dx = g - x_hat * c1[:, None]
+            if not IS_RMS_NORM:
+                dx -= c2[:, None]
+            dx *= rstd[:, None]
+            if HAS_DRESIDUAL:
+                dx += tl.load(DRESIDUAL_OUT + dres_rows + cols[None, :] * stride_dres_col,
+                              mask=mask, other=0.0).to(COMPUTE_DTYPE)
+            tl.store(DX + dx_rows + cols[None, :], dx, mask=mask)
             if HAS_WEIGHT:
-                dw_acc += tl.sum(dy * (x * rstd[:, None]), axis=0)
+                dw_acc += tl.sum(tl.where(mask, dy * x_hat, 0.0), axis=0)
+            if HAS_BIAS:
+                db_acc += tl.sum(dy, axis=0)
         else:
             for start in tl.range(0, N, BLOCK_N):
                 c = start + cols
                 mask = row_mask[:, None] & (c < N)[None, :]
-                xt = tl.load(x_rows + c[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-                dyt = tl.load(dy_rows + c[None, :] * stride_dy_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-                gt = dyt
+                h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
+                                      dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
+                                      weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                x_hat = (h - mean[:, None]) * rstd[:, None]
+                dx = g - x_hat * c1[:, None]
+                if not IS_RMS_NORM:
+                    dx -= c2[:, None]
+                dx *= rstd[:, None]
+                if HAS_DRESIDUAL:
+                    dx += tl.load(DRESIDUAL_OUT + dres_rows + c[None, :] * stride_dres_col,
+                                  mask=mask, other=0.0).to(COMPUTE_DTYPE)
+                tl.store(DX + dx_rows + c[None, :], dx, mask=mask)
                 if HAS_WEIGHT:
-                    gt = dyt * tl.load(W + c, mask=c < N, other=0.0).to(COMPUTE_DTYPE)[None, :]
-                dx = gt * rstd[:, None] - xt * x_coef[:, None]
-                tl.store(dx_rows + c[None, :], dx.to(DX.dtype.element_ty), mask=mask)
-                if HAS_WEIGHT:
-                    partial = tl.load(partial_row + c, mask=c < N, other=0.0)
-                    partial += tl.sum(dyt * (xt * rstd[:, None]), axis=0)
-                    tl.store(partial_row + c, partial, mask=c < N)
+                    _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N,
+                                        tl.sum(tl.where(mask, dy * x_hat, 0.0), axis=0))
+                if HAS_BIAS:
+                    _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
             tl.debug_barrier()
 
-    if ONE_TILE and HAS_WEIGHT:
-        tl.store(partial_row + cols, dw_acc, mask=col_mask)
+    if ONE_TILE:
+        if HAS_WEIGHT:
+            tl.store(DW_PARTIAL + partial_offset + cols, dw_acc, mask=col_mask)
+        if HAS_BIAS:
+            tl.store(DB_PARTIAL + partial_offset + cols, db_acc, mask=col_mask)

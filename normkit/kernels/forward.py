@@ -1,17 +1,22 @@
-"""RMSNorm forward kernel family.
+"""Normalization forward kernel family: RMSNorm and LayerNorm, with residual, bias, weight offset.
 
-Per row of x (length N)::
+Per row (length N), all in COMPUTE_DTYPE (float32, or float64 for float64 inputs)::
 
-    rstd = 1 / sqrt(mean(x²) + eps)
-    x̂    = x · rstd
-    y    = x̂ · w                      (w = 1 when HAS_WEIGHT is False)
+    h    = x + residual                       (HAS_RESIDUAL; stored as residual_out when asked)
+    mean = Σh / N                             (LayerNorm only; RMSNorm uses mean = 0)
+    rstd = 1 / sqrt(Σ(h − mean)² / N + eps)
+    ĥ    = (h − mean) · rstd
+    y    = ĥ · (w + weight_offset) + b        (w = 1 without HAS_WEIGHT, b = 0 without HAS_BIAS)
 
-Statistics are computed in COMPUTE_DTYPE (float32, or float64 for float64 inputs), so fp16
-inputs with |x| in the hundreds cannot overflow: x is upcast before it is squared.
+Inputs are upcast before anything is squared, so fp16 inputs with |x| in the hundreds cannot
+overflow. Per-head weights (QK-norm): the weight and bias are (HEADS, N) and row r uses row
+r % HEADS of them (HEADS = 1 is the ordinary (N,) weight; Triton specialises it away).
 
 Tiling. A program owns BLOCK_M consecutive rows. With ONE_TILE the whole row (N ≤ BLOCK_N) is
-loaded once and kept in registers; otherwise the row is walked in BLOCK_N-wide column tiles twice,
-once to accumulate Σx² and once to write y (the second pass mostly hits L2).
+loaded once and kept in registers (two-pass mean/variance in registers). Otherwise the row is
+walked in BLOCK_N-wide column tiles twice: once for the statistics (per-tile mean and M2 merged
+with Chan's formula, stable for large means), once to write y (re-reading x and residual: the
+second pass mostly hits L2).
 """
 
 import triton
@@ -19,55 +24,110 @@ import triton.language as tl
 
 
 @triton.jit
+def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """h = x (+ residual), upcast to COMPUTE_DTYPE; masked elements are 0."""
+    h = tl.load(X + x_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    if HAS_RESIDUAL:
+        h += tl.load(RESIDUAL + res_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    return h
+
+
+@triton.jit
+def _affine(x_hat, W, B, w_offs, mask, weight_offset,
+            HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """y = x̂ · (w + weight_offset) + b."""
+    y = x_hat
+    if HAS_WEIGHT:
+        y = y * (tl.load(W + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset)
+    if HAS_BIAS:
+        y += tl.load(B + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    return y
+
+
+@triton.jit
 def norm_fwd_kernel(
-    X, W, Y, RSTD,  # pointers: x (M, N) strided, weight (N,), y (M, N) row-major, rstd (M,)
-    M, N,
-    stride_x_row, stride_x_col, stride_y_row,
-    eps,
+    X, RESIDUAL, W, B,  # inputs: x, residual (M, N) strided; weight, bias (HEADS, N)
+    Y, RESIDUAL_OUT, MEAN, RSTD,  # outputs: y, residual_out (M, N) row-major; mean, rstd (M,)
+    M, N, HEADS,
+    stride_x_row, stride_x_col, stride_res_row, stride_res_col,
+    stride_y_row, stride_res_out_row,
+    eps, weight_offset,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     ONE_TILE: tl.constexpr,
+    IS_RMS_NORM: tl.constexpr,
     HAS_WEIGHT: tl.constexpr,
-    STORE_RSTD: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr,
+    STORE_RESIDUAL_OUT: tl.constexpr,
+    STORE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
 ):
-    row_block = tl.program_id(0)
-    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = rows < M
     rows64 = rows.to(tl.int64)  # int64 offsets: tensors above 2**31 elements
-    x_rows = X + rows64[:, None] * stride_x_row
-    y_rows = Y + rows64[:, None] * stride_y_row
+    x_rows = rows64[:, None] * stride_x_row
+    res_rows = rows64[:, None] * stride_res_row
+    y_rows = rows64[:, None] * stride_y_row
+    res_out_rows = rows64[:, None] * stride_res_out_row
+    w_rows = (rows % HEADS).to(tl.int64)[:, None] * N
     cols = tl.arange(0, BLOCK_N)
 
+    # ---- statistics
     if ONE_TILE:
         mask = row_mask[:, None] & (cols < N)[None, :]
-        x = tl.load(x_rows + cols[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-        sum_sq = tl.sum(x * x, axis=1)
+        h = _load_h(X, RESIDUAL, x_rows + cols[None, :] * stride_x_col,
+                    res_rows + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+        if STORE_RESIDUAL_OUT:
+            tl.store(RESIDUAL_OUT + res_out_rows + cols[None, :], h, mask=mask)
+        if IS_RMS_NORM:
+            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            centered = h
+        else:
+            mean = tl.sum(h, axis=1) / N
+            centered = tl.where(mask, h - mean[:, None], 0.0)
+        var = tl.sum(centered * centered, axis=1) / N
     else:
-        sum_sq = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+        mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+        m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < N)[None, :]
-            xt = tl.load(x_rows + c[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-            sum_sq += tl.sum(xt * xt, axis=1)
+            h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
+                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+            if STORE_RESIDUAL_OUT:
+                tl.store(RESIDUAL_OUT + res_out_rows + c[None, :], h, mask=mask)
+            if IS_RMS_NORM:
+                m2 += tl.sum(h * h, axis=1)
+            else:
+                # Chan et al.: merge this tile's (count, mean, M2) into the running ones.
+                seen = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + start
+                count = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + tl.minimum(N - start, BLOCK_N)
+                tile_mean = tl.sum(h, axis=1) / count
+                d = tl.where(mask, h - tile_mean[:, None], 0.0)
+                delta = tile_mean - mean
+                mean += delta * count / (seen + count)
+                m2 += tl.sum(d * d, axis=1) + delta * delta * seen * count / (seen + count)
+        var = m2 / N
 
-    rstd = 1.0 / tl.sqrt(sum_sq / N + eps)
-    if STORE_RSTD:
+    rstd = 1.0 / tl.sqrt(var + eps)
+    if STORE_STATS:
         tl.store(RSTD + rows64, rstd, mask=row_mask)
+        if not IS_RMS_NORM:
+            tl.store(MEAN + rows64, mean, mask=row_mask)
 
+    # ---- output
     if ONE_TILE:
-        y = x * rstd[:, None]
-        if HAS_WEIGHT:
-            w = tl.load(W + cols, mask=cols < N, other=0.0).to(COMPUTE_DTYPE)
-            y = y * w[None, :]
-        tl.store(y_rows + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
+                    HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE)
+        tl.store(Y + y_rows + cols[None, :], y, mask=mask)
     else:
         for start in tl.range(0, N, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < N)[None, :]
-            xt = tl.load(x_rows + c[None, :] * stride_x_col, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-            y = xt * rstd[:, None]
-            if HAS_WEIGHT:
-                w = tl.load(W + c, mask=c < N, other=0.0).to(COMPUTE_DTYPE)
-                y = y * w[None, :]
-            tl.store(y_rows + c[None, :], y.to(Y.dtype.element_ty), mask=mask)
+            # h again from x (+ residual), unrounded, exactly as the ONE_TILE path uses it.
+            h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
+                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+            y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask,
+                        weight_offset, HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE)
+            tl.store(Y + y_rows + c[None, :], y, mask=mask)

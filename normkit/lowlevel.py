@@ -1,0 +1,96 @@
+"""Low-level, quack-aligned entry points (no autograd), so a library can use normkit as a backend.
+
+They accept x of shape (..., N) with weight/bias of shape (N,) or per-head (H, N) for x of shape
+(..., H, N), validate, flatten to (M, N) and call the ops. None marks what was not produced.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import ops, validation
+
+Tensor = torch.Tensor
+
+
+def _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_stats, weight_offset,
+              is_rms_norm):
+    eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
+                               out_dtype=out_dtype, residual_dtype=residual_dtype)
+    n = x.shape[-1]
+    out, residual_out, mean, rstd = ops.norm_fwd(
+        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n),
+        eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm,
+        store_stats=bool(store_stats), out_dtype=out_dtype, residual_dtype=residual_dtype)
+    residual_out = x if residual_out is None else residual_out.view(x.shape)
+    return out.view(x.shape), residual_out, mean, rstd
+
+
+def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, weight_offset, eps,
+              is_rms_norm):
+    eps = validation.check_bwd(x, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out,
+                               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+    n = x.shape[-1]
+    flat = lambda t: None if t is None else t.reshape(-1, n)  # noqa: E731
+    dx, dweight, dbias = ops.norm_bwd(
+        flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
+        has_bias=bool(has_bias), eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm)
+    dx = dx.view(x.shape)
+    # h = x + residual: both get the same gradient, returned as the same tensor, not written twice.
+    return dx, dweight, dbias, (dx if has_residual else None)
+
+
+def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+                 residual: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None,
+                 residual_dtype: Optional[torch.dtype] = None, eps: float = 1e-6,
+                 store_rstd: bool = False, weight_offset: float = 0.0
+                 ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    """RMSNorm forward: returns (out, residual_out, rstd).
+
+    h = x + residual (in fp32); out = h·rstd·(weight + weight_offset) + bias in out_dtype (default
+    x's), rstd = 1/sqrt(mean(h²) + eps). residual_out is h in residual_dtype (default residual's,
+    else x's) — x itself when there is no residual and no dtype change. rstd is float32 (M,)
+    (float64 for float64 x) when `store_rstd`, else None.
+    """
+    out, residual_out, _, rstd = _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps,
+                                           store_rstd, weight_offset, True)
+    return out, residual_out, rstd
+
+
+def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor] = None,
+                 dresidual_out: Optional[Tensor] = None, has_bias: bool = False, has_residual: bool = False,
+                 weight_offset: float = 0.0, eps: float = 1e-6
+                 ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+    """RMSNorm backward: returns (dx, dweight, dbias, dresidual).
+
+    x is the normalised input (residual_out when there was a residual). rstd=None recomputes it
+    inside the kernel (nothing saved from the forward). dresidual_out, the gradient arriving on
+    residual_out, is added to dx; with `has_residual` dresidual is dx itself. dweight and dbias
+    come in weight's dtype (x's without weight), accumulated in fp32; None where not asked for.
+    """
+    return _norm_bwd(x, weight, dout, None, rstd, dresidual_out, has_bias, has_residual, weight_offset,
+                     eps, True)
+
+
+def layer_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+                   residual: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None,
+                   residual_dtype: Optional[torch.dtype] = None, eps: float = 1e-5,
+                   store_rstd: bool = False
+                   ) -> Tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
+    """LayerNorm forward: returns (out, residual_out, mean, rstd).
+
+    out = (h − mean)·rstd·weight + bias with h = x + residual; mean and rstd (float32 (M,)) are
+    returned when `store_rstd`, else None.
+    """
+    return _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_rstd, 0.0, False)
+
+
+def layer_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor] = None,
+                   rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
+                   has_bias: bool = False, has_residual: bool = False, eps: float = 1e-5
+                   ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+    """LayerNorm backward: returns (dx, dweight, dbias, dresidual); None statistics are recomputed.
+
+    dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dout·weight (+ dresidual_out).
+    """
+    return _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, 0.0, eps, False)
