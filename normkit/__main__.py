@@ -15,7 +15,8 @@ def _prefer_interpreter_without_gpu() -> None:
     import torch
 
     if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+        if not os.environ.get("TRITON_INTERPRET"):  # unset or empty
+            os.environ["TRITON_INTERPRET"] = "1"
 
 
 def main(argv=None) -> int:

@@ -1,30 +1,39 @@
-"""Where kernels can run in this process, decided once at import.
+"""Where kernels can run in this process.
 
-Triton reads TRITON_INTERPRET when a kernel is decorated, so normkit reads it once too: with
-TRITON_INTERPRET=1 the Triton kernels run on CPU tensors through Triton's interpreter (how CI
-tests them); otherwise CPU tensors take the plain-PyTorch path in `normkit.reference`.
+Triton decides between compiled kernels and its CPU interpreter when a kernel is decorated, from
+TRITON_INTERPRET. normkit therefore imports its kernels lazily, at the first launch, so that a
+caller (or `python -m normkit` on a machine without a GPU) can still set TRITON_INTERPRET=1 after
+`import normkit`. From then on the mode is fixed: with the interpreter the Triton kernels run on
+CPU tensors (how CI tests them); otherwise CPU tensors take the plain-PyTorch path in
+`normkit.reference`.
 """
 
 import functools
-import os
+import importlib.util
 
 import torch
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HAS_TRITON = importlib.util.find_spec("triton") is not None  # optional on CPU-only machines
 
-try:  # Triton is optional on CPU-only machines (the PyTorch path needs none).
-    import triton  # noqa: F401
 
-    HAS_TRITON = True
-except ImportError:  # pragma: no cover - depends on the install
-    HAS_TRITON = False
+@functools.lru_cache(maxsize=None)
+def kernels():
+    """The `normkit.kernels` module, imported on first use (TRITON_INTERPRET is read then)."""
+    from . import kernels as module
+
+    return module
+
+
+def interpret() -> bool:
+    """True when the kernels run in Triton's interpreter (on CPU tensors)."""
+    return HAS_TRITON and kernels().INTERPRETED
 
 
 def uses_triton(device: torch.device) -> bool:
     """True when tensors on `device` are handled by the Triton kernels."""
     if not HAS_TRITON:
         return False
-    return device.type == "cuda" or (INTERPRET and device.type == "cpu")
+    return device.type == "cuda" or (device.type == "cpu" and interpret())
 
 
 def multiprocessor_count(device: torch.device) -> int:

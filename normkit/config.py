@@ -9,7 +9,6 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-import triton
 
 
 @dataclass(frozen=True)
@@ -41,6 +40,14 @@ _MAX_BLOCK_M = 32  # more stacked rows only lengthens the per-row reductions' ta
 _INTERPRET_TILE_ELEMENTS = 65536
 
 
+def next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _num_warps(tile_elements: int) -> int:
     # ~16 elements a thread: enough independent 16-byte loads in flight, few enough registers.
     return max(1, min(16, tile_elements // 512))
@@ -49,7 +56,7 @@ def _num_warps(tile_elements: int) -> int:
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter."""
-    whole = triton.next_power_of_2(n)
+    whole = next_power_of_2(n)
     if interpret:
         block_n = min(whole, _INTERPRET_TILE_ELEMENTS)
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
@@ -67,7 +74,7 @@ def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
 
 def fit_block_m(config: TileConfig, m: int) -> TileConfig:
     """Shrink BLOCK_M to the number of rows (a power of two) so tiny M wastes no lanes."""
-    block_m = min(config.block_m, triton.next_power_of_2(max(m, 1)))
+    block_m = min(config.block_m, next_power_of_2(max(m, 1)))
     if block_m == config.block_m:
         return config
     return dataclasses.replace(config, block_m=block_m)
@@ -75,10 +82,16 @@ def fit_block_m(config: TileConfig, m: int) -> TileConfig:
 
 def backward_grid(config: TileConfig, m: int, multiprocessors: int) -> int:
     """Persistent programs for the backward: at most one per row block."""
-    row_blocks = triton.cdiv(m, config.block_m)
+    row_blocks = cdiv(m, config.block_m)
     return max(1, min(row_blocks, multiprocessors * config.programs_per_sm))
 
 
-# Finisher: BLOCK_G partial rows × BLOCK_N columns per step; 32 × 128 fp32 = 16 KB in flight.
-FINISH_BLOCK_G = 32
-FINISH_BLOCK_N = 128
+def finish_config(interpret: bool) -> TileConfig:
+    """The dweight finisher's tile: block_m partial rows × block_n columns per step.
+
+    GPU: 32 × 128 fp32 = 16 KB in flight per program, N/128 programs. Interpreter: one wide tile
+    (each program is a Python loop iteration there).
+    """
+    if interpret:
+        return TileConfig(block_m=8, block_n=8192, one_tile=False)
+    return TileConfig(block_m=32, block_n=128, one_tile=False, num_warps=4)

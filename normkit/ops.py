@@ -13,21 +13,22 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import HAS_TRITON, INTERPRET, multiprocessor_count, uses_triton
+from ._runtime import interpret, kernels, multiprocessor_count, uses_triton
 from .validation import stats_dtype
-
-if HAS_TRITON:
-    import triton
-    import triton.language as tl
-
-    from .kernels import norm_bwd_kernel, norm_fwd_kernel, sum_partials_kernel
 
 Tensor = torch.Tensor
 
 
 # ----------------------------------------------------------------------------- launchers
 def _compute_dtype(x: Tensor):
+    import triton.language as tl
+
     return tl.float64 if x.dtype == torch.float64 else tl.float32
+
+
+def _contiguous(t: Optional[Tensor]) -> Optional[Tensor]:
+    """Parameters and statistics are indexed densely by the kernels (a no-op when already dense)."""
+    return None if t is None else t.contiguous()
 
 
 class _NullGuard:
@@ -81,9 +82,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, INTERPRET), m)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret()), m)
+    weight, bias = _contiguous(weight), _contiguous(bias)
     with _device_guard(x.device):
-        norm_fwd_kernel[(triton.cdiv(m, config.block_m),)](
+        kernels().norm_fwd_kernel[(cfg.cdiv(m, config.block_m),)](
             x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
             x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
             out.stride(0), _stride(residual_out, 0), eps, weight_offset,
@@ -122,13 +124,14 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, True, INTERPRET), m // heads)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret()), m // heads)
+    weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     programs = cfg.backward_grid(config, m // heads, multiprocessor_count(x.device))
     acc = reference.compute_dtype(x.dtype)
     dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
     db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
     with _device_guard(x.device):
-        norm_bwd_kernel[(programs, heads)](
+        kernels().norm_bwd_kernel[(programs, heads)](
             x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, m, n, heads,
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
@@ -139,9 +142,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:
-                sum_partials_kernel[(triton.cdiv(heads * n, cfg.FINISH_BLOCK_N),)](
+                finish = cfg.finish_config(interpret())
+                kernels().sum_partials_kernel[(cfg.cdiv(heads * n, finish.block_n),)](
                     partial, grad, programs, heads * n,
-                    BLOCK_G=cfg.FINISH_BLOCK_G, BLOCK_N=cfg.FINISH_BLOCK_N, num_warps=4,
+                    BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
                 )
 
 

@@ -49,7 +49,7 @@ def test_without_gpu_or_interpreter_says_what_to_set(monkeypatch):
     from normkit.challenge import device
 
     monkeypatch.setattr(device.torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(device, "INTERPRET", False)
+    monkeypatch.setattr(device, "uses_triton", lambda dev: False)
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
         run()
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):

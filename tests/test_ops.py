@@ -195,3 +195,17 @@ def test_offsets_beyond_int32(device):
     dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
     assert_matches(dx, dx_ref, torch.float16, "dx")
     assert_matches(dweight, dw_ref, torch.float16, "dweight")
+
+
+def test_non_contiguous_weight_and_rstd(device):
+    """Parameters and saved statistics are indexed densely by the kernels: strided ones are copied."""
+    x, w, dy = make_inputs(6, 64, torch.float32, device, seed=12)
+    w_strided = torch.stack([w, torch.full_like(w, 99.0)], dim=1)[:, 0]  # stride 2
+    assert not w_strided.is_contiguous()
+    out, _, rstd = normkit.rms_norm_fwd(x, w_strided, store_rstd=True)
+    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float32, "y")
+    rstd_strided = torch.stack([rstd, torch.full_like(rstd, 99.0)], dim=1)[:, 0]
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w_strided, dy, rstd_strided)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float32, "dx")
+    assert_matches(dweight, dw_ref, torch.float32, "dweight")

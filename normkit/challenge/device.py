@@ -2,7 +2,7 @@
 
 import torch
 
-from .._runtime import HAS_TRITON, INTERPRET
+from .._runtime import uses_triton
 
 
 def challenge_device() -> torch.device:
@@ -13,7 +13,7 @@ def challenge_device() -> torch.device:
     """
     if torch.cuda.is_available():
         return torch.device("cuda")
-    if INTERPRET and HAS_TRITON:
+    if uses_triton(torch.device("cpu")):
         return torch.device("cpu")
     raise RuntimeError(
         "the challenge runs normkit's Triton kernels, which need a CUDA GPU or Triton's interpreter: "

@@ -1,0 +1,17 @@
+"""Benchmarks: normkit against its peers (`python -m normkit bench`).
+
+  timing.py   minimum bytes, % of copy bandwidth, CUDA-graph GPU time, eager wall time
+  inputs.py   fresh random inputs, errors against the float64 reference (shared with the report)
+  peers.py    the implementations compared: normkit, native, compile, liger, quack
+  output.py   progress bar, text and markdown tables, plot
+  cli.py      the command line: grid, measurement loop, JSON
+"""
+
+
+def main(argv=None) -> int:
+    from .cli import main as run
+
+    return run(argv)
+
+
+__all__ = ["main"]

@@ -1,0 +1,115 @@
+"""Inputs and accuracy, shared by the report and the benchmark.
+
+Inputs are fresh random tensors: x ~ N(0, 1), weight ~ 1 + 0.25·N(0, 1) and dy = 0.5·x + N(0, 1),
+so that Σ(dy·w·x), the term of dx that couples a row together, is not ~0.
+
+Errors are relative Frobenius norms against `normkit.reference` run on float64 copies of the
+inputs: ‖out − ref‖ / ‖ref‖. dx is the one exception: dx = rstd·g − x̂·rstd·mean(g·x̂) is a
+difference of two terms that cancel almost exactly when N is tiny (N = 1 gives x̂² ≈ 1), so its
+error is taken relative to max(‖dx_ref‖, ‖rstd·g‖), the size of the terms that were subtracted.
+The reference runs in chunks of rows, so a 2-GiB bf16 input does not need 40 GiB of float64.
+"""
+
+import math
+from typing import Dict, Optional, Tuple
+
+import torch
+
+from .. import reference
+
+Tensor = torch.Tensor
+_CHUNK_ELEMENTS = 2**25  # float64 temporaries of ≤ 256 MB each
+
+
+def make_inputs(shape: Tuple[int, ...], dtype: torch.dtype, device, seed: int = 0,
+                layout: str = "contiguous", with_weight: bool = True
+                ) -> Tuple[Tensor, Optional[Tensor], Tensor]:
+    """(x, weight, dy) of `shape` in `dtype`; layout "strided" gives x and dy a column stride of 2.
+
+    x ~ N(0, 1), weight ~ 1 + 0.25·N(0, 1), dy = 0.5·x + N(0, 1); drawn in float32, then cast.
+    """
+    device = torch.device(device)
+    gen = torch.Generator(device=device).manual_seed(seed)
+
+    def randn(*size):
+        return torch.randn(*size, generator=gen, dtype=torch.float32, device=device)
+
+    x = randn(*shape)
+    dy = (0.5 * x + randn(*shape)).to(dtype)
+    x = x.to(dtype)
+    if layout == "strided":
+        x, dy = _strided_copy(x), _strided_copy(dy)
+    weight = (1.0 + 0.25 * randn(shape[-1])).to(dtype) if with_weight else None
+    return x, weight, dy
+
+
+def _strided_copy(t: Tensor) -> Tensor:
+    """A copy of t that is a column-stride-2 view of a buffer twice as wide."""
+    buffer = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
+    view = buffer[..., ::2]
+    view.copy_(t)
+    return view
+
+
+def _flat(t: Optional[Tensor], n: int) -> Optional[Tensor]:
+    return None if t is None else t.reshape(-1, n)
+
+
+class _Sums:
+    """Running ‖out − ref‖², ‖ref‖² and ‖scale‖² of one output, over chunks."""
+
+    def __init__(self, out: Tensor):
+        self.out, self.err, self.ref, self.scale = out, 0.0, 0.0, 0.0
+        self.finite = bool(torch.isfinite(out).all())
+
+    def add(self, out: Tensor, ref: Tensor, scale: Optional[Tensor] = None) -> None:
+        self.err += float((out.double() - ref).square().sum())
+        self.ref += float(ref.square().sum())
+        if scale is not None:
+            self.scale += float(scale.square().sum())
+
+    def relative(self) -> float:
+        if not self.finite:
+            return math.nan
+        denominator = math.sqrt(max(self.ref, self.scale))
+        if denominator == 0.0:
+            return 0.0 if self.err == 0.0 else math.inf
+        return math.sqrt(self.err) / denominator
+
+
+def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], eps: float,
+                   outputs: Dict[str, Tuple[str, Tensor]]) -> Dict[str, float]:
+    """Relative error of each output against the float64 reference; NaN when it is not finite.
+
+    `outputs` maps a label to (kind, tensor), kind one of "y", "rstd", "dx", "dweight". rstd is
+    compared as a flat (M,) vector; dweight over all rows. dy is needed for "dx" and "dweight".
+    """
+    n = x.shape[-1]
+    x2, dy2 = _flat(x, n), _flat(dy, n)
+    w64 = weight.double() if weight is not None else None
+    sums = {label: (kind, _Sums(t)) for label, (kind, t) in outputs.items()}
+    flat = {label: (t.reshape(-1) if kind in ("rstd", "dweight") else _flat(t, n))
+            for label, (kind, t) in outputs.items()}
+    kinds = {kind for kind, _ in outputs.values()}
+    dweight_ref = torch.zeros(n, dtype=torch.float64, device=x.device)
+    rows = max(1, _CHUNK_ELEMENTS // n)
+    for start in range(0, x2.shape[0], rows):
+        part = slice(start, start + rows)
+        xs = x2[part].double()
+        y_ref, rstd_ref = reference.rms_norm_fwd(xs, w64, eps)
+        refs = {"y": (y_ref, None), "rstd": (rstd_ref, None)}
+        if kinds & {"dx", "dweight"}:
+            dys = dy2[part].double()
+            dx_ref, dweight_part = reference.rms_norm_bwd(xs, w64, dys, rstd_ref, eps)
+            g = dys * w64 if w64 is not None else dys
+            refs["dx"] = (dx_ref, rstd_ref.unsqueeze(-1) * g)
+            if dweight_part is not None:
+                dweight_ref += dweight_part
+        for label, (kind, acc) in sums.items():
+            if kind in refs:
+                ref, scale = refs[kind]
+                acc.add(flat[label][part], ref, scale)
+    for label, (kind, acc) in sums.items():
+        if kind == "dweight":
+            acc.add(flat[label], dweight_ref)
+    return {label: acc.relative() for label, (_, acc) in sums.items()}

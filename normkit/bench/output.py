@@ -1,0 +1,176 @@
+"""What the report and the benchmark show: progress bar, text and markdown tables, plot, numbers.
+
+Pure functions of the result rows (dicts, see `normkit.bench.cli`) apart from the progress bar.
+"""
+
+import sys
+from collections import defaultdict
+from typing import Dict, Iterable, List, Optional, Sequence
+
+DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32",
+               "torch.float64": "fp64"}
+
+
+def progress(items: Iterable, desc: str):
+    """tqdm on stderr when it is installed, else a plain `desc i/n` counter on stderr."""
+    items = list(items)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _counter(items, desc)
+    return tqdm(items, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def _counter(items: List, desc: str):
+    for i, item in enumerate(items):
+        print(f"\r{desc} {i + 1}/{len(items)}", end="", file=sys.stderr, flush=True)
+        yield item
+    print(file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- numbers
+def fmt_us(seconds: Optional[float]) -> str:
+    """Microseconds, 3 significant digits (as ANCHORS.md writes them); '—' when missing."""
+    if seconds is None:
+        return "—"
+    us = seconds * 1e6
+    return f"{us:.3g}" if us < 1000 else f"{us:.0f}"
+
+
+def fmt_pct(pct: Optional[float]) -> str:
+    return "—" if pct is None else f"{pct:.0f} %"
+
+
+def fmt_err(err: Optional[float]) -> str:
+    return "—" if err is None else f"{err:.1e}"
+
+
+def shape_label(row: Dict) -> str:
+    dtype = DTYPE_NAMES.get(str(row["dtype"]), str(row["dtype"]))
+    return f"{dtype} {row['m']}×{row['n']}"
+
+
+# ----------------------------------------------------------------------------- tables
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell; the first column left-aligned, the rest right."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+BENCH_HEADERS = ("dtype M×N", "impl", "fwd µs", "fwd copy", "bwd µs", "bwd copy",
+                 "eager fwd µs", "eager fwd+bwd µs", "max err")
+
+
+def bench_rows(results: Sequence[Dict]) -> List[List[str]]:
+    """One text row per (shape, implementation); '†' marks a do_bench fallback time."""
+    rows = []
+    for r in results:
+        if r.get("error"):
+            rows.append([shape_label(r), r["impl"], "fails: " + r["error"][:60], *[""] * 6])
+            continue
+        mark = {k: "†" if r.get(f"{k}_method") == "do_bench" else "" for k in ("fwd", "bwd")}
+        errors = [r.get(k) for k in ("err_y", "err_dx", "err_dweight") if r.get(k) is not None]
+        rows.append([shape_label(r), r["impl"], fmt_us(r.get("fwd_s")) + mark["fwd"],
+                     fmt_pct(r.get("fwd_pct")), fmt_us(r.get("bwd_s")) + mark["bwd"],
+                     fmt_pct(r.get("bwd_pct")), fmt_us(r.get("wall_fwd_s")),
+                     fmt_us(r.get("wall_fwd_bwd_s")), fmt_err(max(errors) if errors else None)])
+    return rows
+
+
+def _by_shape(results: Sequence[Dict]) -> Dict[str, Dict[str, Dict]]:
+    shapes: Dict[str, Dict[str, Dict]] = defaultdict(dict)
+    for r in results:
+        shapes[shape_label(r)][r["impl"]] = r
+    return shapes
+
+
+def _pass_table(results: Sequence[Dict], impls: Sequence[str], key: str) -> str:
+    """µs per implementation for one pass ("fwd" / "bwd"), and the best with its % copy."""
+    rows = []
+    for label, by_impl in _by_shape(results).items():
+        cells, best = [], None
+        for name in impls:
+            r = by_impl.get(name)
+            if r is None or r.get("error") or r.get(f"{key}_s") is None:
+                cells.append("fails" if r is not None and r.get("error") else "—")
+                continue
+            cells.append(fmt_us(r[f"{key}_s"]) + ("†" if r.get(f"{key}_method") == "do_bench" else ""))
+            if best is None or r[f"{key}_s"] < best[f"{key}_s"]:
+                best = r
+        best_cell = "—" if best is None else (
+            f"{best['impl']} {fmt_us(best[f'{key}_s'])}, {fmt_pct(best.get(f'{key}_pct'))}")
+        rows.append([label, *cells, best_cell])
+    return markdown_table(["dtype M×N", *impls, "best, % copy"], rows)
+
+
+def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
+    """Tables for BENCHMARKS.md: backward, forward (GPU µs from CUDA-graph replays), eager wall."""
+    impls = list(dict.fromkeys(r["impl"] for r in results))
+    env = environment
+    copy = env.get("copy_gbps")
+    lines = [f"Device: {env.get('device', '?')} · torch {env.get('torch', '?')} · "
+             f"triton {env.get('triton', '?')}"
+             + "".join(f" · {k} {v}" for k, v in env.get("peers", {}).items())
+             + (f" · copy bandwidth {copy:.0f} GB/s (D2D copy, bytes read + written)" if copy else "")]
+    if env.get("dry_run"):
+        lines.append("\n**Dry run: wall time on a tiny shape, not a GPU measurement.**")
+    lines += ["", "GPU µs from CUDA-graph replays (median); % copy = minimum bytes / time / copy "
+              "bandwidth; † = do_bench fallback (graph capture failed).", "",
+              "### Backward (3·M·N·s bytes)", "", _pass_table(results, impls, "bwd"), "",
+              "### Forward (2·M·N·s bytes)", "", _pass_table(results, impls, "fwd"), "",
+              "### Eager wall time per call, µs (fwd / fwd+bwd through torch.autograd.grad)", ""]
+    rows = []
+    for label, by_impl in _by_shape(results).items():
+        rows.append([label, *(
+            "—" if by_impl.get(n) is None or by_impl[n].get("error")
+            else f"{fmt_us(by_impl[n].get('wall_fwd_s'))} / {fmt_us(by_impl[n].get('wall_fwd_bwd_s'))}"
+            for n in impls)])
+    lines.append(markdown_table(["dtype M×N", *impls], rows))
+    return "\n".join(lines)
+
+
+def plot(results: Sequence[Dict], path: str) -> Optional[str]:
+    """PNG of % copy vs N, one line per implementation, forward and backward panels.
+
+    Shapes that share N are averaged. Returns None when written, else why not (no matplotlib).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed"
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, key, title in zip(axes, ("fwd", "bwd"), ("forward", "backward")):
+        for impl in dict.fromkeys(r["impl"] for r in results):
+            points = defaultdict(list)
+            for r in results:
+                if r["impl"] == impl and r.get(f"{key}_pct") is not None:
+                    points[r["n"]].append(r[f"{key}_pct"] / 100.0)
+            if points:
+                ns = sorted(points)
+                ax.plot(ns, [sum(points[n]) / len(points[n]) for n in ns], marker="o", label=impl)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("N (row length)")
+        ax.set_title(f"RMSNorm {title}")
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("fraction of copy bandwidth")
+    axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None

@@ -1,0 +1,218 @@
+"""`python -m normkit`: the verification report.
+
+Every case runs normkit's kernels and compares them with `normkit.reference` run on float64
+copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
+
+  y, rstd          rms_norm_fwd(x, weight, store_rstd=True)
+  dx, dweight      rms_norm_bwd(x, weight, dy, rstd)        with the saved rstd
+  dx*, dweight*    rms_norm_bwd(x, weight, dy, None)        rstd recomputed in the kernel
+  autograd         rms_norm(x, weight) + torch.autograd.grad: the worst of its y, dx, dweight
+
+An output passes when it is finite and its error is within the tolerance of its own dtype:
+
+  bf16 1e-2   rounding the output alone costs ~1.7e-3 (3.3e-3 in Triton's CPU interpreter,
+              which truncates float32 → bf16); the rest is headroom
+  fp16 2e-3   rounding alone ~2.1e-4
+  fp32 1e-5   observed ≤ 2e-7; dweight sums up to 16384 rows, still far below
+  fp64 1e-12  observed ~1e-16
+
+rstd is float32 (float64 for fp64 inputs), so it is held to that dtype's tolerance.
+
+On a GPU the grid is larger (up to 16384×4096 and N = 262144) and a first timing table follows
+(`normkit.bench`). On a CPU the kernels run in Triton's interpreter on small shapes, and nothing
+is timed. Exit status 0 iff every case passes.
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from .bench import output
+from .bench.inputs import float64_errors, make_inputs
+
+EPS = 1e-6
+TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5, torch.float64: 1e-12}
+DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+COLUMNS = ("y", "rstd", "dx", "dweight", "dx*", "dweight*", "autograd")
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: Tuple[int, ...]
+    layout: str = "contiguous"  # "contiguous", "strided" (column stride 2) or "no weight"
+
+    @property
+    def label(self) -> str:
+        text = "×".join(map(str, self.shape))
+        return text if self.layout == "contiguous" else f"{text} {self.layout}"
+
+
+_SMALL = [Case((1, 1)), Case((3, 7)), Case((64, 256)), Case((2, 3, 40)),
+          Case((12, 96), "strided"), Case((64, 256), "no weight")]
+_CPU_MORE = [Case((4, 5000)), Case((2, 70000))]  # 70000 > the interpreter's 65536-wide tile
+# GPU: fwd whole-row vs column tiles switch at N = 16384, bwd at 8192; QK-norm rows; large M.
+_GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 12000)),
+             Case((300, 20000)), Case((65537, 128)), Case((4, 33, 768)),
+             Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144))]
+BENCH_GRID = [(torch.bfloat16, 4096, 2048), (torch.bfloat16, 16384, 4096),
+              (torch.float32, 16384, 4096)]
+
+
+def grid(on_gpu: bool, quick: bool) -> List[Tuple[Case, torch.dtype]]:
+    cases = list(_SMALL)
+    if on_gpu:
+        cases += _GPU_MORE[:3] if quick else _GPU_MORE
+    elif not quick:
+        cases += _CPU_MORE
+    return [(case, dtype) for case in cases for dtype in DTYPES]
+
+
+def check(case: Case, dtype: torch.dtype, device: torch.device, seed: int) -> Dict[str, float]:
+    """Errors of every output of one case (NaN for an output that is not finite)."""
+    import normkit
+
+    layout = "strided" if case.layout == "strided" else "contiguous"
+    x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout=layout,
+                                with_weight=case.layout != "no weight")
+    y, _, rstd = normkit.rms_norm_fwd(x, weight, eps=EPS, store_rstd=True)
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, weight, dy, rstd, eps=EPS)
+    dx_r, dweight_r, _, _ = normkit.rms_norm_bwd(x, weight, dy, None, eps=EPS)
+    leaves = [x.detach().requires_grad_()] + ([weight.detach().requires_grad_()] if weight is not None else [])
+    y_a = normkit.rms_norm(leaves[0], leaves[1] if weight is not None else None, eps=EPS)
+    grads = torch.autograd.grad(y_a, leaves, dy)
+    outputs = {"y": ("y", y), "rstd": ("rstd", rstd), "dx": ("dx", dx), "dx*": ("dx", dx_r),
+               "autograd y": ("y", y_a.detach()), "autograd dx": ("dx", grads[0])}
+    if weight is not None:
+        outputs.update({"dweight": ("dweight", dweight), "dweight*": ("dweight", dweight_r),
+                        "autograd dweight": ("dweight", grads[1])})
+    errors = float64_errors(x, weight, dy, EPS, outputs)
+    tolerances = {label: TOLERANCE[t.dtype] for label, (_, t) in outputs.items()}
+    return {label: (errors[label], tolerances[label]) for label in outputs}
+
+
+def verdict(results: Dict[str, Tuple[float, float]]) -> bool:
+    return bool(results) and all(err <= tol for err, tol in results.values())  # NaN fails
+
+
+def _cell(results: Dict[str, Tuple[float, float]], column: str) -> str:
+    if column == "autograd":
+        picked = [v for k, v in results.items() if k.startswith("autograd")]
+    else:
+        picked = [results[column]] if column in results else []
+    if not picked:
+        return "—"
+    err, tol = max(picked, key=lambda v: (math.isnan(v[0]), v[0] / v[1]))
+    return output.fmt_err(err) + ("" if err <= tol else " !")
+
+
+def verify(on_gpu: bool, quick: bool) -> List[Dict]:
+    device = torch.device("cuda" if on_gpu else "cpu")
+    rows = []
+    for seed, (case, dtype) in enumerate(output.progress(grid(on_gpu, quick), "verify")):
+        row = {"case": case.label, "shape": list(case.shape), "layout": case.layout,
+               "dtype": output.DTYPE_NAMES[str(dtype)], "tolerance": TOLERANCE[dtype]}
+        try:
+            results = check(case, dtype, device, seed)
+            row.update(errors={k: e for k, (e, _) in results.items()}, passed=verdict(results),
+                       cells=[_cell(results, c) for c in COLUMNS])
+        except Exception as exc:  # a crash is a failure of that case, not of the report
+            row.update(errors={}, passed=False, cells=["—"] * len(COLUMNS),
+                       error=f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return rows
+
+
+def timing_summary(results: List[Dict]) -> str:
+    """normkit against native and compile per shape: µs, % copy, and normkit's speed-up."""
+    table = []
+    for label in dict.fromkeys(output.shape_label(r) for r in results):
+        by_impl = {r["impl"]: r for r in results if output.shape_label(r) == label}
+        for key in ("fwd", "bwd"):
+            ours = by_impl.get("normkit", {}).get(f"{key}_s")
+            cells = []
+            for name in ("normkit", "native", "compile"):
+                r = by_impl.get(name, {})
+                t = r.get(f"{key}_s")
+                cells.append("fails" if r.get("error") else
+                             f"{output.fmt_us(t)} ({output.fmt_pct(r.get(f'{key}_pct'))})")
+            peers = [by_impl[n][f"{key}_s"] for n in ("native", "compile")
+                     if by_impl.get(n, {}).get(f"{key}_s")]
+            speedup = f"{min(peers) / ours:.2f}×" if ours and peers else "—"
+            table.append([label, key, *cells, speedup])
+    headers = ("dtype M×N", "pass", "normkit µs (copy)", "native", "compile", "speed-up vs best")
+    return output.text_table(headers, table)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m normkit", description="normkit verification report")
+    p.add_argument("--quick", action="store_true", help="the small shapes only")
+    p.add_argument("--no-bench", action="store_true", help="skip the GPU timing table")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    return p
+
+
+def _backend(on_gpu: bool) -> Optional[str]:
+    """Where the kernels run, or None when they cannot run here at all."""
+    from . import _runtime
+
+    if on_gpu:
+        return f"Triton on {torch.cuda.get_device_name()}"
+    if _runtime.uses_triton(torch.device("cpu")):
+        return "Triton interpreter on CPU (TRITON_INTERPRET=1): verification only, no timing"
+    return None
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    started = time.perf_counter()
+    on_gpu = torch.cuda.is_available()
+    backend = _backend(on_gpu)
+    if backend is None:
+        print("normkit report: the Triton kernels cannot run here: no GPU, and Triton's interpreter "
+              "is off (TRITON_INTERPRET=1 must be set before triton is imported; "
+              "`python -m normkit` does that). Nothing verified.", file=sys.stderr)
+        return 1
+    import triton
+
+    print(f"normkit verification · {backend} · torch {torch.__version__} · triton {triton.__version__}")
+    rows = verify(on_gpu, args.quick)
+    table = [[r["case"], r["dtype"], *r["cells"], f"{r['tolerance']:.0e}",
+              "PASS" if r["passed"] else "FAIL"] for r in rows]
+    print(output.text_table(("case", "dtype", *COLUMNS, "tol", "result"), table))
+    print("* rstd recomputed in the kernel; '!' = above tolerance or not finite")
+    for r in rows:
+        if r.get("error"):
+            print(f"FAIL {r['case']} {r['dtype']}: {r['error']}")
+    passed = all(r["passed"] for r in rows)
+    report = {"backend": backend, "torch": torch.__version__, "triton": triton.__version__,
+              "passed": passed, "cases": [{k: v for k, v in r.items() if k != "cells"} for r in rows]}
+    if on_gpu and not args.no_bench:
+        passed = _bench(report) and passed
+    report["passed"] = passed
+    failures = sum(not r["passed"] for r in rows)
+    print(f"\n{'PASS' if passed else 'FAIL'}: {len(rows) - failures}/{len(rows)} cases pass "
+          f"({time.perf_counter() - started:.1f} s)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0 if passed else 1
+
+
+def _bench(report: Dict) -> bool:
+    """The first timing table; False when normkit itself fails to run in it."""
+    from .bench import cli
+
+    results, env = cli.run(BENCH_GRID, ["normkit", "native", "compile"], torch.device("cuda"))
+    print(f"\nTiming (CUDA-graph replays, median) · copy bandwidth {env['copy_gbps']:.0f} GB/s")
+    print(timing_summary(results))
+    report["bench"] = {"environment": env, "results": results}
+    broken = [r for r in results if r["impl"] == "normkit" and r.get("error")]
+    for r in broken:
+        print(f"FAIL timing {output.shape_label(r)}: {r['error']}")
+    return not broken

@@ -1,0 +1,116 @@
+"""Sweep launch configurations of the forward/backward kernels on the GPU (a development tool).
+
+For each shape, time every candidate TileConfig (CUDA-graph replays, inputs rotated past L2),
+check it against the heuristic's result, and print the heuristic's time, the best config and
+both as % of the copy bandwidth measured in the same run. Results feed normkit/config.py.
+
+    python tools/tune.py --kind bwd --json $OUT/tune_bwd.json
+"""
+
+import argparse
+import itertools
+import json
+import sys
+
+import torch
+
+from normkit import config as cfg
+from normkit import ops
+from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+SHAPES = ["524288x128", "16384x1024", "16384x2048", "4096x2048", "16384x4096", "16384x8192",
+          "4096x16384", "8192x32768", "4096x65536", "2048x131072"]
+
+
+def candidates(n, kind):
+    whole = 1 << (n - 1).bit_length()
+    limit = cfg._MAX_ONE_TILE_BWD if kind == "bwd" else cfg._MAX_ONE_TILE_FWD
+    out = []
+    if whole <= limit:
+        for tile, warps in itertools.product((2048, 4096, 8192, 16384), (4, 8, 16)):
+            if tile < whole or tile > 4 * max(whole, 2048):
+                continue
+            out.append(cfg.TileConfig(max(1, tile // whole), whole, True, warps))
+    for block_n, block_m, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2), (4, 8, 16)):
+        if block_n < n and block_n * block_m <= 8192:
+            out.append(cfg.TileConfig(block_m, block_n, False, warps))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--ppsm", default="1,2,4,8")
+    p.add_argument("--json")
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    bw = copy_bandwidth(dev)
+    print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
+    dtype = DTYPES[args.dtype]
+    results = []
+    side = torch.cuda.Stream()
+    for shape in args.shapes.split(","):
+        m, n = map(int, shape.split("x"))
+        nbytes = min_bytes(args.kind, m, n, dtype.itemsize)
+        sets = input_sets_needed(nbytes)
+        g = torch.Generator(device=dev).manual_seed(0)
+        xs = [torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
+        dys = [(0.5 * x + torch.randn(m, n, device=dev, dtype=dtype, generator=g)).to(dtype) for x in xs]
+        w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(dtype)
+        rstds = [ops.norm_fwd(x, w, None, None, eps=1e-6, store_stats=True)[3] for x in xs]
+        outs = [torch.empty_like(x) for x in xs]
+        dw = torch.empty_like(w)
+
+        def calls(config):
+            if args.kind == "fwd":
+                return [lambda i=i: ops.launch_fwd(xs[i], outs[i], weight=w, eps=1e-6, config=config)
+                        for i in range(sets)]
+            return [lambda i=i: ops.launch_bwd(xs[i], dys[i], outs[i], weight=w, dweight=dw, rstd=rstds[i],
+                                               eps=1e-6, config=config) for i in range(sets)]
+
+        default = cfg.tile_config(n, args.kind == "bwd", False)
+        calls(None)[0]()
+        ref = outs[0].clone()
+        rows = []
+        configs = [(c, pp) for c in candidates(n, args.kind)
+                   for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
+        configs.insert(0, (default, default.programs_per_sm))
+        with torch.cuda.stream(side):
+            for c, pp in configs:
+                c = cfg.TileConfig(c.block_m, c.block_n, c.one_tile, c.num_warps, pp, c.num_stages)
+                try:
+                    fns = calls(c)
+                    fns[0]()
+                    torch.cuda.synchronize()
+                    ok = torch.allclose(outs[0].float(), ref.float(), rtol=2e-2, atol=2e-2)
+                    t = graph_time(fns)
+                except Exception as e:  # a config that fails to compile or launch: report, go on
+                    print(f"  {shape} {c}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                    continue
+                rows.append((t, c, ok))
+        rows.sort(key=lambda r: r[0])
+        t_def = next(r[0] for r in rows if r[1] == default) if any(r[1] == default for r in rows) else float("nan")
+        best = rows[0]
+        pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
+        print(f"{shape} {args.dtype} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%)  "
+              f"best {best[0] * 1e6:.1f} us ({pct(best[0]):.0f}%) {best[1]} ok={best[2]}", flush=True)
+        for t, c, ok in rows[1:4]:
+            print(f"    {t * 1e6:.1f} us ({pct(t):.0f}%) {c} ok={ok}")
+        bad = [str(c) for t, c, ok in rows if not ok]
+        if bad:
+            print(f"    MISMATCH vs heuristic: {bad}")
+        results.append(dict(shape=shape, dtype=args.dtype, kind=args.kind, heuristic_us=t_def * 1e6,
+                            rows=[dict(us=t * 1e6, pct=pct(t), config=c.__dict__, ok=ok) for t, c, ok in rows]))
+        del xs, dys, outs, rstds
+        torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(copy_GBps=bw / 1e9, results=results), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
