@@ -23,18 +23,27 @@ class TileConfig:
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
 
 
-# Widest row kept whole in registers. Forward: x and y only, 16384 fp32 values over 16 warps is
-# 32 registers a thread. Backward: x, dy, w and the dweight partial are live at once, so half.
-_MAX_ONE_TILE_FWD = 16384
+# The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):
+# every candidate tile/warps/programs-per-SM timed per shape, the rule fitted to the winners.
+#
+# Widest row kept whole in registers. Forward: only x lives across the reduction; 32768 values
+# over 32 warps is 32 registers a thread (ptxas: 61 registers, no spills). Backward: x, dy, w and
+# the dweight partial are live at once; 16384 spilled 400 bytes a thread, 8192 does not.
+_MAX_ONE_TILE_FWD = 32768
 _MAX_ONE_TILE_BWD = 8192
-# Column tile for rows wider than that: 4096/2048 elements keep ≥ 16-byte vectors on every thread
-# with 8 warps while the second pass over the row still finds it in L2.
-_COLUMN_TILE_FWD = 4096
-_COLUMN_TILE_BWD = 2048
-# Elements per tile below which rows are stacked (BLOCK_M > 1): a program moving < ~8 KB spends
-# its time in launch and reduction latency, not in memory traffic (QK-norm rows of 128).
-_MIN_TILE_ELEMENTS = 4096
-_MAX_BLOCK_M = 32  # more stacked rows only lengthens the per-row reductions' tails
+# Column tile for rows wider than that (two passes over the row, the second mostly from L2):
+# 4096 × 2 rows × 16 warps won 3 of 4 wide shapes (4096×16384 … 2048×131072) by 2-45 %.
+_COLUMN_TILE = 4096
+_COLUMN_TILE_ROWS = 2
+# Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
+# every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
+# more bytes in flight per program hides HBM latency better than more, smaller programs.
+_BWD_TILE_ELEMENTS = 8192
+# N = 8192: two rows on 16 warps, 1 program per SM (247 µs against 258 for 2 per SM).
+_BWD_WIDE_ROWS = 2
+# Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
+_FWD_TILE_ELEMENTS = 4096
+_MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
 # fewer and larger the programs, the faster; registers do not exist there.
 _INTERPRET_TILE_ELEMENTS = 65536
@@ -48,9 +57,9 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _num_warps(tile_elements: int) -> int:
+def _num_warps(tile_elements: int, cap: int = 16) -> int:
     # ~16 elements a thread: enough independent 16-byte loads in flight, few enough registers.
-    return max(1, min(16, tile_elements // 512))
+    return max(1, min(cap, tile_elements // 512))
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,15 +70,18 @@ def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
         block_n = min(whole, _INTERPRET_TILE_ELEMENTS)
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
-    max_one_tile = _MAX_ONE_TILE_BWD if backward else _MAX_ONE_TILE_FWD
-    if whole <= max_one_tile:
-        block_m = max(1, min(_MAX_BLOCK_M, _MIN_TILE_ELEMENTS // whole))
-        num_warps = _num_warps(block_m * whole)
-        # 64 resident warps per SM on Hopper; keep half of them busy with persistent programs.
-        return TileConfig(block_m, whole, True, num_warps, programs_per_sm=max(1, 32 // num_warps))
-    block_n = _COLUMN_TILE_BWD if backward else _COLUMN_TILE_FWD
-    num_warps = _num_warps(block_n)
-    return TileConfig(1, block_n, False, num_warps, programs_per_sm=max(1, 32 // num_warps))
+    if backward:
+        if whole <= _BWD_TILE_ELEMENTS // 2:
+            block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)
+            return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
+        if whole <= _MAX_ONE_TILE_BWD:
+            return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
+        return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
+    if whole <= _MAX_ONE_TILE_FWD:
+        block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
+        # 32 warps only where the row needs them to stay in registers (32768: 61 registers).
+        return TileConfig(block_m, whole, True, _num_warps(block_m * whole, cap=32 if whole > 16384 else 16))
+    return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16)
 
 
 def fit_block_m(config: TileConfig, m: int) -> TileConfig:

@@ -26,8 +26,9 @@ class NormFunction(torch.autograd.Function):
             store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype)
         h = x if residual_out is None else residual_out
         ctx.save_for_backward(h, weight, mean, rstd)
-        ctx.config = (eps, weight_offset, is_rms_norm, bias is not None)
-        ctx.dtypes = (x.dtype, None if residual is None else residual.dtype, None if bias is None else bias.dtype)
+        ctx.config = (eps, weight_offset, is_rms_norm)
+        ctx.bias_meta = (None, None) if bias is None else (bias.shape, bias.dtype)
+        ctx.dtypes = (x.dtype, None if residual is None else residual.dtype)
         if prenorm:
             return out, h
         return out
@@ -35,16 +36,16 @@ class NormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, dresidual_out=None):
         h, weight, mean, rstd = ctx.saved_tensors
-        eps, weight_offset, is_rms_norm, has_bias = ctx.config
-        x_dtype, residual_dtype, bias_dtype = ctx.dtypes
+        eps, weight_offset, is_rms_norm = ctx.config
+        bias_shape, bias_dtype = ctx.bias_meta
+        x_dtype, residual_dtype = ctx.dtypes
         dh, dweight, dbias = ops.norm_bwd(
-            h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, has_bias=has_bias,
+            h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
+            bias_dtype=bias_dtype,
             eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
         # h = x + residual: both receive dh (the same tensor when the dtypes agree).
         dx = dh.to(x_dtype)
         dresidual = None if residual_dtype is None else dh.to(residual_dtype)
-        if dbias is not None:
-            dbias = dbias.to(bias_dtype)
         needs = ctx.needs_input_grad
         return (dx if needs[0] else None, dweight if needs[1] else None, dbias if needs[2] else None,
                 dresidual if needs[3] else None, None, None, None, None, None, None)

@@ -32,9 +32,10 @@ def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual
                                eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
     n = x.shape[-1]
     flat = lambda t: None if t is None else t.reshape(-1, n)  # noqa: E731
+    bias_dtype = (weight.dtype if weight is not None else x.dtype) if has_bias else None
     dx, dweight, dbias = ops.norm_bwd(
         flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
-        has_bias=bool(has_bias), eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm)
+        bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm)
     dx = dx.view(x.shape)
     # h = x + residual: both get the same gradient, returned as the same tensor, not written twice.
     return dx, dweight, dbias, (dx if has_residual else None)

@@ -7,7 +7,7 @@ TRITON_INTERPRET=1) or call `normkit.reference` on CPU. They do no math of their
 The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -119,7 +119,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         d_x, d_w, d_b = reference.norm_bwd(
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
-            weight_offset=weight_offset, has_bias=dbias is not None)
+            weight_offset=weight_offset, bias_dtype=None if dbias is None else dbias.dtype,
+            param_ndim=2 if heads > 1 else 1)
         for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
@@ -189,22 +190,21 @@ def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, o
     return _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
 
 
-def _bwd_outputs(x, weight, has_bias):
-    """Allocate (dx, dweight, dbias); parameter gradients take weight's dtype (x's without)."""
+def _bwd_outputs(x, weight, bias_shape, bias_dtype):
+    """Allocate (dx, dweight, dbias): dweight like weight, dbias of bias_shape in bias_dtype."""
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    param_dtype = weight.dtype if weight is not None else x.dtype
-    param_shape = weight.shape if weight is not None else x.shape[-1:]
-    dweight = torch.empty(param_shape, dtype=param_dtype, device=x.device) if weight is not None else _empty(x, param_dtype)
-    dbias = torch.empty(param_shape, dtype=param_dtype, device=x.device) if has_bias else _empty(x, param_dtype)
+    dweight = torch.empty(weight.shape, dtype=weight.dtype, device=x.device) if weight is not None else _empty(x, x.dtype)
+    dbias = torch.empty(bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else _empty(x, x.dtype)
     return dx, dweight, dbias
 
 
 def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
-                   rstd: Optional[Tensor], dresidual_out: Optional[Tensor], has_bias: bool, eps: float,
-                   weight_offset: float, is_rms_norm: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    dx, dweight, dbias = _bwd_outputs(x, weight, has_bias)
+                   rstd: Optional[Tensor], dresidual_out: Optional[Tensor], bias_shape: Optional[List[int]],
+                   bias_dtype: Optional[torch.dtype], eps: float, weight_offset: float, is_rms_norm: bool
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+    dx, dweight, dbias = _bwd_outputs(x, weight, bias_shape, bias_dtype)
     launch_bwd(x, dout, dx, weight=weight, dweight=dweight if weight is not None else None,
-               dbias=dbias if has_bias else None, dresidual_out=dresidual_out, mean=mean, rstd=rstd,
+               dbias=dbias if bias_dtype is not None else None, dresidual_out=dresidual_out, mean=mean, rstd=rstd,
                eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
     return dx, dweight, dbias
 
@@ -213,8 +213,8 @@ _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, muta
 
 
 @_norm_bwd_op.register_fake
-def _(x, weight, dout, mean, rstd, dresidual_out, has_bias, eps, weight_offset, is_rms_norm):
-    return _bwd_outputs(x, weight, has_bias)
+def _(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm):
+    return _bwd_outputs(x, weight, bias_shape, bias_dtype)
 
 
 def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor], *,
@@ -234,13 +234,16 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
 
 
 def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optional[Tensor] = None,
-             rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, has_bias: bool = False,
-             eps: float, weight_offset: float = 0.0, is_rms_norm: bool = True
+             rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
+             bias_shape: Optional[List[int]] = None, bias_dtype: Optional[torch.dtype] = None, eps: float,
+             weight_offset: float = 0.0, is_rms_norm: bool = True
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
-    """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced."""
-    args = (x, weight, dout, mean, rstd, dresidual_out, has_bias, eps, weight_offset, is_rms_norm)
+    """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced.
+    dbias (of bias_shape, (N,) or per-head (H, N), in bias_dtype) is computed when bias_dtype is given."""
+    args = (x, weight, dout, mean, rstd, dresidual_out, None if bias_dtype is None else list(bias_shape),
+            bias_dtype, eps, weight_offset, is_rms_norm)
     if torch.compiler.is_compiling():
         dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
     else:
         dx, dweight, dbias = _norm_bwd_impl(*args)
-    return dx, (dweight if weight is not None else None), (dbias if has_bias else None)
+    return dx, (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)

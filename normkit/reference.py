@@ -43,14 +43,16 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
 
 def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Tensor] = None,
              rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, *, eps: float,
-             is_rms_norm: bool = True, weight_offset: float = 0.0, has_bias: bool = False
+             is_rms_norm: bool = True, weight_offset: float = 0.0,
+             bias_dtype: Optional[torch.dtype] = None, param_ndim: Optional[int] = None
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
     """Returns (dx, dweight, dbias) for the normalised input x (residual_out with a residual).
 
     dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dy·(w + weight_offset) and x̂ = (x − μ)·rstd
     (the mean(g) term and μ for LayerNorm only), plus dresidual_out; dweight = Σ_rows dy·x̂,
-    dbias = Σ_rows dy. rstd (and mean) None recompute them from x. dx has x's dtype, dweight and
-    dbias weight's (x's without weight).
+    dbias = Σ_rows dy (when bias_dtype is given, in that dtype). Parameters have `param_ndim`
+    dims (default weight's, else 1): 2 for per-head (H, N) with x of shape (..., H, N).
+    rstd (and mean) None recompute them from x. dx has x's dtype, dweight weight's.
     """
     acc = compute_dtype(x.dtype)
     xc, dyc = x.to(acc), dy.to(acc)
@@ -68,13 +70,13 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Ten
     dx = rstd * inner
     if dresidual_out is not None:
         dx = dx + dresidual_out.to(acc)
-    param_dtype = weight.dtype if weight is not None else x.dtype
-    param_shape = weight.shape if weight is not None else x.shape[-1:]
-    lead = x.dim() - len(param_shape)  # per-head: sum over every dim but the last two
+    if param_ndim is None:
+        param_ndim = weight.dim() if weight is not None else 1
+    lead = tuple(range(x.dim() - param_ndim))  # per-head: sum over every dim but the last two
     dweight = None
     if weight is not None:
-        dweight = (dyc * x_hat).sum(dim=tuple(range(lead))).to(param_dtype)
-    dbias = dyc.sum(dim=tuple(range(lead))).to(param_dtype) if has_bias else None
+        dweight = (dyc * x_hat).sum(dim=lead).to(weight.dtype)
+    dbias = dyc.sum(dim=lead).to(bias_dtype) if bias_dtype is not None else None
     return dx.to(x.dtype), dweight, dbias
 
 

@@ -102,9 +102,14 @@ def check_fwd(x, weight=None, bias=None, residual=None, *, eps, weight_offset=0.
     check_shape("residual", residual, x.shape)
     check_same_device("residual", residual, x)
     check_float64_consistency(x, weight=weight, bias=bias, residual=residual)
-    check_finite_float("weight_offset", weight_offset)
+    if check_finite_float("weight_offset", weight_offset) != 0.0 and weight is None:
+        raise ValueError(f"weight_offset shifts the weight (y = x̂·(weight + weight_offset)) and needs a "
+                         f"weight, got weight=None with weight_offset={weight_offset}")
     check_dtype_arg("out_dtype", out_dtype)
     check_dtype_arg("residual_dtype", residual_dtype)
+    if residual_dtype == torch.float64 and x.dtype != torch.float64:
+        raise TypeError(f"unsupported dtype combination: residual_dtype=torch.float64 with x of dtype "
+                        f"{x.dtype}; float64 residuals need float64 inputs (the float64 path computes in float64)")
     return check_eps(eps)
 
 

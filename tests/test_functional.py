@@ -142,9 +142,9 @@ def test_custom_ops_pass_opcheck(device):
     torch.library.opcheck(fwd, (x, w, None, None, 1e-6, 0.0, True, True, None, None))
     torch.library.opcheck(fwd, (x, None, None, None, 1e-6, 0.0, True, False, None, None))
     torch.library.opcheck(fwd, (x, w, w, r, 1e-5, 1.0, False, True, torch.bfloat16, torch.float32))
-    torch.library.opcheck(bwd, (x, w, dy, None, rstd, None, False, 1e-6, 0.0, True))
-    torch.library.opcheck(bwd, (x, None, dy, None, None, None, False, 1e-6, 0.0, True))
-    torch.library.opcheck(bwd, (x, w, dy, mean_ln, rstd_ln, r, True, 1e-5, 0.0, False))
+    torch.library.opcheck(bwd, (x, w, dy, None, rstd, None, None, None, 1e-6, 0.0, True))
+    torch.library.opcheck(bwd, (x, None, dy, None, None, None, None, None, 1e-6, 0.0, True))
+    torch.library.opcheck(bwd, (x, w, dy, mean_ln, rstd_ln, r, [48], torch.float64, 1e-5, 0.0, False))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
