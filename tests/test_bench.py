@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 
-from normkit.bench import cli, output, timing
+from normkit import reference
+from normkit.bench import cli, families, output, peers, timing
+from normkit.bench.families import FAMILIES
 from normkit.bench.inputs import float64_errors, make_inputs
 
 ON_GPU = torch.cuda.is_available()
@@ -19,6 +21,22 @@ def test_min_bytes():
     assert timing.min_bytes("bwd", 16384, 4096, 4) == 3 * 16384 * 4096 * 4
     with pytest.raises(KeyError):
         timing.min_bytes("both", 1, 1, 2)
+
+
+def test_min_bytes_per_family():
+    # ANCHORS.md: fused residual add moves 4·M·N·s both ways; LayerNorm like RMSNorm.
+    assert timing.min_bytes("fwd", 16384, 4096, 2, "fused_add") == 4 * 16384 * 4096 * 2
+    assert timing.min_bytes("bwd", 16384, 4096, 2, "fused_add") == 4 * 16384 * 4096 * 2
+    assert timing.min_bytes("fwd", 16384, 4096, 4, "layer_norm") == 2 * 16384 * 4096 * 4
+    assert timing.min_bytes("bwd", 16384, 4096, 2, "layer_norm") == 3 * 16384 * 4096 * 2
+    assert timing.min_bytes("bwd", 8, 8, 2, "rms") == timing.min_bytes("bwd", 8, 8, 2)
+    assert set(timing.PASS_TENSORS) == set(output.FAMILY_TITLES) == set(FAMILIES)
+    with pytest.raises(KeyError):
+        timing.min_bytes("fwd", 1, 1, 2, "group_norm")
+    # ANCHORS.md: bf16 16384×4096 backward, fused add quack 144 µs = 88 %, LayerNorm 135 µs = 70 %.
+    for family, seconds, pct in (("fused_add", 144e-6, 87.7), ("layer_norm", 135e-6, 70.2)):
+        nbytes = timing.min_bytes("bwd", 16384, 4096, 2, family)
+        assert timing.percent_of_copy(nbytes, seconds, 4249e9) == pytest.approx(pct, abs=0.2)
 
 
 def test_percent_of_copy_matches_anchors():
@@ -67,6 +85,40 @@ def test_grid():
     assert cli.build_grid(None, [torch.float16]) == [(torch.float16, 16384, 4096)]
 
 
+def test_parse_families():
+    assert cli.parse_families("all") == ["rms", "fused_add", "layer_norm"]
+    assert cli.parse_families(" Fused_Add, rms,fused_add") == ["fused_add", "rms"]
+    assert cli.parse_families("layer_norm,all") == list(FAMILIES)
+    for bad in ("group_norm", "", ",", "fused-add"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cli.parse_families(bad)
+    assert cli.parser().parse_args([]).family == ["rms"]
+    assert cli.parser().parse_args(["--family", "all"]).family == list(FAMILIES)
+
+
+def test_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--family" in out and "rms,fused_add,layer_norm, or all" in out and "% copy" in out
+
+
+def test_grids_per_family():
+    grids = cli.build_grids(cli.parse_families("all"), None, None)
+    assert list(grids) == ["rms", "fused_add", "layer_norm"] and grids["rms"] == cli.DEFAULT_GRID
+    bf16 = torch.bfloat16
+    assert grids["fused_add"] == [(bf16, 16384, 2048), (bf16, 16384, 4096), (bf16, 16384, 8192),
+                                  (bf16, 4096, 2048)]
+    assert grids["layer_norm"] == [(bf16, 16384, 1024), (bf16, 16384, 4096), (bf16, 16384, 8192),
+                                   (bf16, 4096, 2048), (torch.float32, 16384, 4096)]
+    fp32 = cli.build_grids(["fused_add", "layer_norm"], None, [torch.float32])
+    assert fp32 == {"fused_add": [], "layer_norm": [(torch.float32, 16384, 4096)]}
+    shapes = cli.build_grids(["layer_norm", "rms"], [(8, 16)], None)
+    assert shapes == {"layer_norm": [(bf16, 8, 16)], "rms": [(bf16, 8, 16)]}
+    assert cli.build_grids(["fused_add"], None, None, dry_run=True) == {"fused_add": cli.DRY_RUN_GRID}
+
+
 # ----------------------------------------------------------------------------- rendering
 def _row(impl, fwd, bwd, **extra):
     row = {"impl": impl, "dtype": "torch.bfloat16", "m": 4096, "n": 2048, "fwd_s": fwd,
@@ -101,6 +153,26 @@ def test_text_table_and_rows():
     assert rows[1][2] == "fails: RuntimeError: boom"
     table = output.text_table(output.BENCH_HEADERS, rows).splitlines()
     assert len(table) == 4 and len({len(table[0]), len(table[1])}) == 1
+
+
+def test_families_get_sections_and_all_their_errors():
+    fused = _row("normkit", 20e-6, 40e-6, family="fused_add", err_dresidual=9e-3)
+    ln = _row("native", 10e-6, 30e-6, family="layer_norm", err_dbias=8e-3)
+    results = [_row("normkit", 9e-6, 30e-6, family="rms"), fused, ln]
+    assert output.bench_rows([fused])[0][-1] == "9.0e-03"
+    assert output.bench_rows([ln])[0][-1] == "8.0e-03"
+    text = output.bench_tables(results)
+    assert [line for line in text.splitlines() if line and line[0].isupper()] == [
+        "RMSNorm", "Fused residual add + RMSNorm (prenorm)", "LayerNorm (weight and bias)"]
+    markdown = output.render_markdown(results, {"device": "NVIDIA H200", "copy_gbps": 4249.0})
+    sections = markdown.split("\n## ")[1:]
+    assert [s.splitlines()[0] for s in sections] == [
+        "RMSNorm", "Fused residual add + RMSNorm (prenorm)", "LayerNorm (weight and bias)"]
+    assert "### Backward (3·M·N·s bytes)" in sections[0]
+    assert "### Backward (4·M·N·s bytes)" in sections[1] and "### Forward (4·M·N·s" in sections[1]
+    assert "| dtype M×N | normkit | best, % copy |" in sections[1]
+    assert "| bf16 4096×2048 | 40 | normkit 40, 75 % |" in sections[1]
+    assert "| dtype M×N | native | best, % copy |" in sections[2]
 
 
 def test_plot_is_optional(tmp_path):
@@ -140,6 +212,81 @@ def test_strided_inputs_and_dx_scale_for_single_columns():
     assert errors["dx"] == pytest.approx(1e-7, rel=1e-2)
 
 
+def test_family_errors_name_every_output_and_gradient():
+    eps = 1e-6
+    for name, family in FAMILIES.items():
+        sample = families.make_sample(family, (torch.float32, 6, 40), "cpu", seed=3)
+        named = dict(zip(family.inputs + family.grads, sample.inputs + sample.grads))
+        assert named["x"].shape == (6, 40) and named["weight"].shape == (40,)
+        if "residual" in named:  # fresh tensors, not copies of x or dy
+            assert not torch.equal(named["residual"], named["x"])
+            assert not torch.equal(named["dresidual_out"], named["dy"])
+        double = {k: t.double() for k, t in named.items()}
+        y, h, mean, rstd = reference.norm_fwd(
+            double["x"], double["weight"], double.get("bias"), double.get("residual"), eps=eps,
+            is_rms_norm=family.is_rms_norm)
+        dh, dweight, dbias = reference.norm_bwd(
+            h, double["weight"], double["dy"], mean, rstd, double.get("dresidual_out"), eps=eps,
+            is_rms_norm=family.is_rms_norm, bias_dtype=torch.float64 if "bias" in named else None)
+        outputs = {"y": y, "residual_out": h}
+        grads = {"dx": dh, "dresidual": dh, "dweight": dweight, "dbias": dbias}
+        input_grads = [grads["d" + k] for k in family.inputs]
+        exact = families.errors(family, sample, [outputs[k] for k in family.outputs], input_grads,
+                                eps)
+        expected = {"rms": {"y", "dx", "dweight"},
+                    "fused_add": {"y", "residual_out", "dx", "dresidual", "dweight"},
+                    "layer_norm": {"y", "dx", "dweight", "dbias"}}[name]
+        assert set(exact) == expected and all(v == 0.0 for v in exact.values()), name
+        off = families.errors(family, sample, [outputs[k] for k in family.outputs],
+                              [1.01 * g for g in input_grads], eps)
+        assert off["dweight"] == pytest.approx(0.01) and off["y"] == 0.0, name
+        assert off.get("dbias", 0.01) == pytest.approx(0.01), name
+
+
+def test_composites_match_the_reference():
+    x, weight, dy = make_inputs((5, 48), torch.float32, "cpu", seed=2)
+    gen = torch.Generator().manual_seed(0)
+    residual, bias = torch.randn(5, 48, generator=gen), torch.randn(48, generator=gen)
+    y, h = families.fused_add_composite(x, residual, weight, 1e-6)
+    y_ref, h_ref, _, _ = reference.norm_fwd(x, weight, None, residual, eps=1e-6)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(h, h_ref)
+    torch.testing.assert_close(
+        families.layer_norm_composite(x, weight, bias, 1e-5),
+        torch.nn.functional.layer_norm(x, (48,), weight, bias, 1e-5))
+    y, h = families.fused_add_composite(x.bfloat16(), residual, weight.bfloat16(), 1e-6)
+    assert y.dtype == torch.bfloat16 and h.dtype == torch.float32
+
+
+def test_liger_extra_args_follow_the_signature():
+    class FusedAdd:  # Liger 0.8.5's LigerFusedAddRMSNormFunction, plus a later argument
+        @staticmethod
+        def forward(ctx, X, R, W, eps, offset=1.0, casting_mode="gemma", in_place=True,
+                    row_mode=None):
+            pass
+
+    class LayerNorm:
+        @staticmethod
+        def forward(ctx, X, W, B, eps):
+            pass
+
+    class Required:
+        @staticmethod
+        def forward(ctx, X, W, eps, mode):
+            pass
+
+    assert peers.liger_extra_args(FusedAdd, 4) == [0.0, "llama", False, None]
+    assert peers.liger_extra_args(LayerNorm, 4) == []
+    assert peers.liger_extra_args(Required, 3) == []
+
+
+def test_a_family_without_a_peer_skips_it(capsys):
+    with pytest.raises(LookupError):
+        FAMILIES["layer_norm"].load("quack")
+    assert [i.name for i in cli.load_impls(["quack", "native"], "layer_norm")] == ["native"]
+    assert "skipping quack (layer_norm): LookupError" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- the command line
 @pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
 def test_cli_without_gpu_measures_nothing(capsys):
@@ -173,3 +320,31 @@ def test_cli_reports_a_failing_impl(monkeypatch, capsys):
     captured = capsys.readouterr()
     assert "fails: RuntimeError: no such kernel" in captured.out
     assert "normkit failed" in captured.err
+
+
+@pytest.mark.parametrize("family", ["fused_add", "layer_norm"])
+def test_cli_dry_run_per_family(family, capsys, tmp_path):
+    path = tmp_path / "bench.json"
+    assert cli.main(["--dry-run", "--family", family, "--shapes", "4x64", "--dtypes", "fp32",
+                     "--markdown", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert output.FAMILY_TITLES[family] in out and "| fp32 4×64 |" in out
+    data = json.loads(path.read_text())
+    assert data["environment"]["families"] == [family]
+    assert [(r["family"], r["impl"]) for r in data["results"]] == [(family, "normkit"),
+                                                                    (family, "native")]
+    expected = {"fused_add": {"y", "residual_out", "dx", "dresidual", "dweight"},
+                "layer_norm": {"y", "dx", "dweight", "dbias"}}[family]
+    for r in data["results"]:
+        errors = {k[4:]: v for k, v in r.items() if k.startswith("err_")}
+        assert set(errors) == expected and max(errors.values()) < 1e-5, r
+        assert r["wall_fwd_s"] > 0 and r["wall_fwd_bwd_s"] > 0 and "fwd_s" not in r
+
+
+def test_run_takes_a_plain_rms_grid():
+    # The report (`normkit.report`) passes a list of cases: RMSNorm rows.
+    results, env = cli.run([(torch.float32, 4, 32)], ["native"], torch.device("cpu"), dry_run=True,
+                           quiet=True)
+    assert env["families"] == ["rms"] and [(r["family"], r["impl"]) for r in results] == [
+        ("rms", "native")]
+    assert max(results[0]["err_y"], results[0]["err_dx"], results[0]["err_dweight"]) < 1e-5

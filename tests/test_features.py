@@ -283,7 +283,7 @@ def test_weight_offset_is_an_fp32_add_and_leaves_dweight_alone(device):
     assert torch.equal(y_off, y_plus) and torch.equal(dx_off, dx_plus)
     assert torch.equal(dw_off, dw_plus) and torch.equal(dw_off, dw_plain)
     _, _, h_hat, _ = _reference(x, weight, None, residual, dy, rms=True, eps=1e-6)
-    assert_matches(dw_off, (dy.double() * h_hat).sum(0), torch.bfloat16, "dweight = Σ dy·ĥ")
+    assert_matches(dw_off, (dy.double().cpu() * h_hat).sum(0), torch.bfloat16, "dweight = Σ dy·ĥ")
 
 
 # ----------------------------------------------------------------------------- regressions

@@ -23,13 +23,14 @@ SHAPES = ["524288x128", "16384x1024", "16384x2048", "4096x2048", "16384x4096", "
           "4096x16384", "8192x32768", "4096x65536", "2048x131072"]
 
 
-def candidates(n, kind):
+def candidates(n, kind, one_tile_limit=None, max_tile=16384):
     whole = 1 << (n - 1).bit_length()
-    limit = cfg._MAX_ONE_TILE_BWD if kind == "bwd" else cfg._MAX_ONE_TILE_FWD
+    limit = one_tile_limit or (cfg._MAX_ONE_TILE_BWD if kind == "bwd" else cfg._MAX_ONE_TILE_FWD)
     out = []
     if whole <= limit:
-        for tile, warps in itertools.product((2048, 4096, 8192, 16384), (4, 8, 16)):
-            if tile < whole or tile > 4 * max(whole, 2048):
+        tiles = [t for t in (2048, 4096, 8192, 16384, 32768) if t <= max(max_tile, whole)]
+        for tile, warps in itertools.product(tiles, (4, 8, 16, 32)):
+            if tile < whole or (warps == 32 and tile < 16384):
                 continue
             out.append(cfg.TileConfig(max(1, tile // whole), whole, True, warps))
     for block_n, block_m, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2), (4, 8, 16)):
@@ -45,6 +46,8 @@ def main():
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--ppsm", default="1,2,4,8")
     p.add_argument("--json")
+    p.add_argument("--one-tile-limit", type=int, help="also try whole rows in registers up to this N (spills)")
+    p.add_argument("--max-tile", type=int, default=16384, help="largest tile (elements) tried")
     args = p.parse_args()
     dev = torch.device("cuda")
     bw = copy_bandwidth(dev)
@@ -75,7 +78,7 @@ def main():
         calls(None)[0]()
         ref = outs[0].clone()
         rows = []
-        configs = [(c, pp) for c in candidates(n, args.kind)
+        configs = [(c, pp) for c in candidates(n, args.kind, args.one_tile_limit, args.max_tile)
                    for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
         configs.insert(0, (default, default.programs_per_sm))
         with torch.cuda.stream(side):

@@ -2,7 +2,8 @@
 
   timing.py   minimum bytes, % of copy bandwidth, CUDA-graph GPU time, eager wall time
   inputs.py   fresh random inputs, errors against the float64 reference (shared with the report)
-  peers.py    the implementations compared: normkit, native, compile, liger, quack
+  peers.py    the RMSNorm implementations compared: normkit, native, compile, liger, quack
+  families.py RMSNorm, fused residual add + RMSNorm, LayerNorm: their inputs, errors and peers
   output.py   progress bar, text and markdown tables, plot
   cli.py      the command line: grid, measurement loop, JSON
 """

@@ -1,10 +1,12 @@
 """`python -m normkit bench`: normkit against its peers, GPU time and % of copy bandwidth.
 
-For every shape and implementation: forward and backward GPU time from CUDA-graph replays
+For every family (RMSNorm, fused residual add + RMSNorm, LayerNorm: `normkit.bench.families`),
+shape and implementation: forward and backward GPU time from CUDA-graph replays
 (`normkit.bench.timing`), % of the copy bandwidth measured in the same run, eager wall time per
 call (fwd, and fwd + torch.autograd.grad), and the relative error against float64.
 
     python -m normkit bench                                   # the ANCHORS.md grid, every peer found
+    python -m normkit bench --family all                      # RMSNorm, fused add and LayerNorm
     python -m normkit bench --shapes 4096x2048 --dtypes bf16,fp32 --impls normkit,compile
     python -m normkit bench --markdown --json bench.json --plot bench.png
     python -m normkit bench --dry-run                         # no GPU: checks the plumbing only
@@ -15,17 +17,16 @@ import contextlib
 import importlib.metadata
 import json
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
 from . import output, peers, timing
-from .inputs import float64_errors, make_inputs
+from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
 EPS = 1e-6
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
           "fp64": torch.float64}
-Case = Tuple[torch.dtype, int, int]  # (dtype, M, N)
 
 # ANCHORS.md's RMSNorm backward table, in its order.
 DEFAULT_GRID: List[Case] = [
@@ -36,6 +37,15 @@ DEFAULT_GRID: List[Case] = [
                                           (8192, 32768), (4096, 65536), (2048, 131072))),
     (torch.float16, 16384, 4096),
 ]
+# ANCHORS.md's fused residual add + RMSNorm and LayerNorm tables, in their order.
+DEFAULT_GRIDS: Dict[str, List[Case]] = {
+    "rms": DEFAULT_GRID,
+    "fused_add": [(torch.bfloat16, m, n) for m, n in ((16384, 2048), (16384, 4096), (16384, 8192),
+                                                      (4096, 2048))],
+    "layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 1024), (16384, 4096),
+                                                         (16384, 8192), (4096, 2048))),
+                   (torch.float32, 16384, 4096)],
+}
 DRY_RUN_GRID: List[Case] = [(torch.float32, 64, 256)]
 DRY_RUN_IMPLS = ("normkit", "native")  # compile would spend most of a dry run compiling C++
 
@@ -53,20 +63,26 @@ def parse_shapes(text: str) -> List[Tuple[int, int]]:
     return shapes
 
 
-def parse_dtypes(text: str) -> List[torch.dtype]:
+def _parse_names(text: str, allowed: Sequence[str], what: str) -> List[str]:
+    """'a, B,' → ['a', 'b'], each among `allowed`."""
     names = [s.strip().lower() for s in text.split(",") if s.strip()]
-    unknown = [n for n in names if n not in DTYPES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"dtypes must be among {', '.join(DTYPES)}, got {text!r}")
-    return [DTYPES[n] for n in names]
+    if not names or any(n not in allowed for n in names):
+        raise argparse.ArgumentTypeError(f"{what} must be among {', '.join(allowed)}, got {text!r}")
+    return names
+
+
+def parse_dtypes(text: str) -> List[torch.dtype]:
+    return [DTYPES[n] for n in _parse_names(text, list(DTYPES), "dtypes")]
 
 
 def parse_impls(text: str) -> List[str]:
-    names = [s.strip().lower() for s in text.split(",") if s.strip()]
-    unknown = [n for n in names if n not in peers.NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"impls must be among {', '.join(peers.NAMES)}, got {text!r}")
-    return names
+    return _parse_names(text, peers.NAMES, "impls")
+
+
+def parse_families(text: str) -> List[str]:
+    """'fused_add,rms' → ['fused_add', 'rms']; 'all' → every family."""
+    names = _parse_names(text, [*FAMILIES, "all"], "families")
+    return list(FAMILIES) if "all" in names else list(dict.fromkeys(names))
 
 
 def build_grid(shapes: Optional[List[Tuple[int, int]]], dtypes: Optional[List[torch.dtype]],
@@ -77,15 +93,24 @@ def build_grid(shapes: Optional[List[Tuple[int, int]]], dtypes: Optional[List[to
     return [case for case in default if dtypes is None or case[0] in dtypes]
 
 
-def load_impls(names: Sequence[str], quiet: bool = False) -> List[peers.Impl]:
-    """The implementations that import; a note on stderr for each that does not."""
+def build_grids(families: Sequence[str], shapes: Optional[List[Tuple[int, int]]],
+                dtypes: Optional[List[torch.dtype]], dry_run: bool = False) -> Dict[str, List[Case]]:
+    """{family: its cases}: `build_grid` over each family's default grid (DRY_RUN_GRID in a dry
+    run)."""
+    return {family: build_grid(shapes, dtypes, DRY_RUN_GRID if dry_run else DEFAULT_GRIDS[family])
+            for family in families}
+
+
+def load_impls(names: Sequence[str], family: str = "rms", quiet: bool = False) -> List[peers.Impl]:
+    """The implementations of `family` that import; a note on stderr for each that does not."""
     impls = []
     for name in names:
         try:
-            impls.append(peers.load(name))
-        except Exception as exc:  # optional peers: ImportError, or a broken install
+            impls.append(FAMILIES[family].load(name))
+        except Exception as exc:  # ImportError, a broken install, LookupError: no such peer
             if not quiet:
-                print(f"bench: skipping {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                print(f"bench: skipping {name} ({family}): {type(exc).__name__}: {exc}",
+                      file=sys.stderr)
     return impls
 
 
@@ -103,88 +128,100 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def measure(impl: peers.Impl, case: Case, inputs, device: torch.device, copy_bps: Optional[float],
-            dry_run: bool) -> Dict:
+def measure(impl: peers.Impl, family: Family, case: Case, samples: Sequence[Sample],
+            device: torch.device, copy_bps: Optional[float], dry_run: bool) -> Dict:
     """One row of results: errors, GPU times (not in a dry run), eager wall times."""
     dtype, m, n = case
-    row: Dict = {"impl": impl.name, "dtype": str(dtype), "m": m, "n": n}
-    x, weight, dy = inputs[0]
+    row = _row(family.name, impl.name, case)
+    first = samples[0]
     with torch.no_grad():
-        y = impl.apply(x, weight, EPS)
-    dx, dweight = impl.backward(x, weight, dy, EPS)()[:2]
-    errors = float64_errors(x, weight, dy, EPS, {"y": ("y", y), "dx": ("dx", dx),
-                                                  "dweight": ("dweight", dweight)})
-    row.update({f"err_{k}": v for k, v in errors.items()})
-    del y, dx, dweight
+        outputs = impl.apply(*first.inputs, EPS)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    input_grads = impl.backward(first.inputs, first.grads, EPS)()
+    row.update({f"err_{k}": v for k, v in errors(family, first, outputs, input_grads, EPS).items()})
+    del outputs, input_grads
     if not dry_run:
         for key in ("fwd", "bwd"):
             if key == "fwd":
-                calls = [lambda x=x, w=w: _no_grad(impl.apply, x, w) for x, w, _ in inputs]
+                calls = [lambda s=s: _no_grad(impl.apply, s.inputs) for s in samples]
             else:
-                calls = [impl.backward(x, w, dy, EPS) for x, w, dy in inputs]
+                calls = [impl.backward(s.inputs, s.grads, EPS) for s in samples]
             seconds, method = _device_time(calls)
             del calls
-            nbytes = timing.min_bytes(key, m, n, x.element_size())
+            nbytes = timing.min_bytes(key, m, n, first.inputs[0].element_size(), family.name)
             row.update({f"{key}_s": seconds, f"{key}_method": method,
                         f"{key}_pct": timing.percent_of_copy(nbytes, seconds, copy_bps)})
-    x_leaf, w_leaf = x.detach().requires_grad_(), weight.detach().requires_grad_()
+    leaves = [t.detach().requires_grad_() for t in first.inputs]
     few = {"min_seconds": 0.0, "min_calls": 2} if dry_run else {}
-    row["wall_fwd_s"] = timing.wall_time(lambda: impl.apply(x_leaf, w_leaf, EPS), device, **few)
+    row["wall_fwd_s"] = timing.wall_time(lambda: impl.apply(*leaves, EPS), device, **few)
     row["wall_fwd_bwd_s"] = timing.wall_time(
-        lambda: torch.autograd.grad(impl.apply(x_leaf, w_leaf, EPS), (x_leaf, w_leaf), dy),
-        device, **few)
+        lambda: torch.autograd.grad(impl.apply(*leaves, EPS), leaves, first.grads), device, **few)
     return row
 
 
-def _no_grad(apply, x, weight):
+def _row(family: str, impl: str, case: Case) -> Dict:
+    dtype, m, n = case
+    return {"family": family, "impl": impl, "dtype": str(dtype), "m": m, "n": n}
+
+
+def _no_grad(apply, inputs):
     with torch.no_grad():
-        return apply(x, weight, EPS)
+        return apply(*inputs, EPS)
 
 
-def run(grid: Sequence[Case], impl_names: Sequence[str], device: torch.device,
-        dry_run: bool = False, copy_bps: Optional[float] = None, quiet: bool = False
-        ) -> Tuple[List[Dict], Dict]:
-    """Measure every case × implementation; returns (result rows, environment)."""
-    impls = load_impls(impl_names, quiet)
+def run(grid: Union[Sequence[Case], Mapping[str, Sequence[Case]]], impl_names: Sequence[str],
+        device: torch.device, dry_run: bool = False, copy_bps: Optional[float] = None,
+        quiet: bool = False) -> Tuple[List[Dict], Dict]:
+    """Measure every case × implementation; returns (result rows, environment).
+
+    `grid` is a list of RMSNorm cases, or {family: its cases} (`build_grids`).
+    """
+    grids = grid if isinstance(grid, Mapping) else {"rms": grid}
+    impls = {family: load_impls(impl_names, family, quiet) for family in grids}
     env = environment(device, impls, dry_run)
     if not dry_run and copy_bps is None:
         copy_bps = timing.copy_bandwidth(device)
     env["copy_gbps"] = copy_bps / 1e9 if copy_bps else None
     stream = torch.cuda.Stream(device) if device.type == "cuda" else None
     results = []
-    steps = [(case, impl) for case in grid for impl in impls]
-    inputs, current = None, None
-    for case, impl in output.progress(steps, "bench"):
-        if case != current:  # new inputs per shape; free the last shape's first
-            inputs = None
+    steps = [(FAMILIES[family], case, impl) for family, cases in grids.items() for case in cases
+             for impl in impls[family]]
+    samples, current = None, None
+    for family, case, impl in output.progress(steps, "bench"):
+        if (family, case) != current:  # new inputs per shape; free the last shape's first
+            samples = None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-            inputs, current = _inputs(case, device, dry_run), case
+            samples, current = _samples(family, case, device, dry_run), (family, case)
         try:
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                results.append(measure(impl, case, inputs, device, copy_bps, dry_run))
+                results.append(measure(impl, family, case, samples, device, copy_bps, dry_run))
         except Exception as exc:  # one peer failing (Liger at N > 65536) must not stop the run
-            results.append({"impl": impl.name, "dtype": str(case[0]), "m": case[1], "n": case[2],
-                            "error": _first_line(exc)})
+            results.append({**_row(family.name, impl.name, case), "error": _first_line(exc)})
     return results, env
 
 
-def _inputs(case: Case, device: torch.device, dry_run: bool):
+def _samples(family: Family, case: Case, device: torch.device, dry_run: bool) -> List[Sample]:
     dtype, m, n = case
-    nbytes = timing.min_bytes("fwd", m, n, torch.empty((), dtype=dtype).element_size())
+    nbytes = timing.min_bytes("fwd", m, n, torch.empty((), dtype=dtype).element_size(), family.name)
     count = 1 if dry_run else timing.input_sets_needed(nbytes)
-    sets = [make_inputs((m, n), dtype, device, seed=i) for i in range(count)]
+    sets = [make_sample(family, case, device, seed=i) for i in range(count)]
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # made on the default stream, used on the bench stream
     return sets
 
 
-def environment(device: torch.device, impls: Sequence[peers.Impl], dry_run: bool) -> Dict:
+def environment(device: torch.device, impls: Mapping[str, Sequence[peers.Impl]], dry_run: bool
+                ) -> Dict:
+    """Device, versions, and the implementations loaded per family (with their notes)."""
     import triton
 
+    names = list(dict.fromkeys(i.name for family_impls in impls.values() for i in family_impls))
     env = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
            "torch": torch.__version__, "triton": triton.__version__, "dry_run": dry_run,
-           "impls": [i.name for i in impls], "notes": {i.name: i.note for i in impls}, "peers": {}}
+           "families": list(impls), "impls": names,
+           "notes": {family: {i.name: i.note for i in family_impls}
+                     for family, family_impls in impls.items()}, "peers": {}}
     for name, dist in (("liger", "liger-kernel"), ("quack", "quack-kernels")):
         if name in env["impls"]:
             try:
@@ -196,13 +233,16 @@ def environment(device: torch.device, impls: Sequence[peers.Impl], dry_run: bool
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m normkit bench", description=__doc__.split("\n")[0])
-    p.add_argument("--shapes", type=parse_shapes, help="e.g. 4096x2048,16384x4096")
+    p.add_argument("--family", type=parse_families, default="rms",
+                   help="among " + ",".join(FAMILIES) + ", or all (default: rms)")
+    p.add_argument("--shapes", type=parse_shapes, help="e.g. 4096x2048,16384x4096 (every family)")
     p.add_argument("--dtypes", type=parse_dtypes, help="among bf16,fp16,fp32,fp64")
     p.add_argument("--impls", type=parse_impls,
                    help="among " + ",".join(peers.NAMES) + " (default: all that import; "
                         "a dry run: " + ",".join(DRY_RUN_IMPLS) + ")")
     p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
-    p.add_argument("--plot", metavar="PATH", help="PNG of % copy vs N (needs matplotlib)")
+    p.add_argument("--plot", metavar="PATH",
+                   help="PNG of %% copy vs N, per family (needs matplotlib)")
     p.add_argument("--markdown", action="store_true", help="also print tables for BENCHMARKS.md")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny shape, wall time only: checks the plumbing, not a GPU measurement")
@@ -217,14 +257,14 @@ def main(argv=None) -> int:
               "Use --dry-run to check the benchmark's plumbing with wall time on a tiny shape.")
         return 0
     device = torch.device("cuda" if on_gpu else "cpu")
-    grid = build_grid(args.shapes, args.dtypes, DRY_RUN_GRID if args.dry_run else DEFAULT_GRID)
+    grids = build_grids(args.family, args.shapes, args.dtypes, args.dry_run)
     impls = args.impls or list(DRY_RUN_IMPLS if args.dry_run else peers.NAMES)
-    results, env = run(grid, impls, device, dry_run=args.dry_run)
+    results, env = run(grids, impls, device, dry_run=args.dry_run)
     if args.dry_run:
         print("DRY RUN: wall time on a tiny shape; not a GPU measurement.")
     else:
         print(f"{env['device']} · copy bandwidth {env['copy_gbps']:.0f} GB/s (bytes read + written)")
-    print(output.text_table(output.BENCH_HEADERS, output.bench_rows(results)))
+    print(output.bench_tables(results))
     if any(r.get("fwd_method") == "do_bench" or r.get("bwd_method") == "do_bench" for r in results):
         print("† graph capture failed: triton do_bench time (L2 flushed between calls)")
     if args.markdown:
@@ -238,5 +278,6 @@ def main(argv=None) -> int:
             print(f"normkit bench: no plot written: {problem}", file=sys.stderr)
     failed = [r for r in results if r["impl"] == "normkit" and r.get("error")]
     for r in failed:
-        print(f"normkit failed on {output.shape_label(r)}: {r['error']}", file=sys.stderr)
+        print(f"normkit failed on {r['family']} {output.shape_label(r)}: {r['error']}",
+              file=sys.stderr)
     return 1 if failed else 0

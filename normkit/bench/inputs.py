@@ -19,6 +19,7 @@ from .. import reference
 
 Tensor = torch.Tensor
 _CHUNK_ELEMENTS = 2**25  # float64 temporaries of ≤ 256 MB each
+_SUMMED = ("dweight", "dbias")  # parameter gradients: sums over all rows
 
 
 def make_inputs(shape: Tuple[int, ...], dtype: torch.dtype, device, seed: int = 0,
@@ -78,38 +79,48 @@ class _Sums:
 
 
 def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], eps: float,
-                   outputs: Dict[str, Tuple[str, Tensor]]) -> Dict[str, float]:
+                   outputs: Dict[str, Tuple[str, Tensor]], *, bias: Optional[Tensor] = None,
+                   residual: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
+                   is_rms_norm: bool = True) -> Dict[str, float]:
     """Relative error of each output against the float64 reference; NaN when it is not finite.
 
-    `outputs` maps a label to (kind, tensor), kind one of "y", "rstd", "dx", "dweight". rstd is
-    compared as a flat (M,) vector; dweight over all rows. dy is needed for "dx" and "dweight".
+    The norm is RMSNorm (LayerNorm with `is_rms_norm=False`) of h = x (+ residual), with optional
+    bias; dresidual_out is the gradient arriving on residual_out. `outputs` maps a label to
+    (kind, tensor), kind one of "y", "residual_out", "rstd", "dx", "dweight", "dbias". rstd is
+    compared as a flat (M,) vector; dweight and dbias over all rows. dy is needed for the
+    gradients. dx is the gradient of h, so it is also the kind of the gradient of the residual.
     """
     n = x.shape[-1]
     x2, dy2 = _flat(x, n), _flat(dy, n)
-    w64 = weight.double() if weight is not None else None
+    residual2, dresidual_out2 = _flat(residual, n), _flat(dresidual_out, n)
+    w64, b64 = (None if t is None else t.double() for t in (weight, bias))
     sums = {label: (kind, _Sums(t)) for label, (kind, t) in outputs.items()}
-    flat = {label: (t.reshape(-1) if kind in ("rstd", "dweight") else _flat(t, n))
+    flat = {label: (t.reshape(-1) if kind in ("rstd", *_SUMMED) else _flat(t, n))
             for label, (kind, t) in outputs.items()}
     kinds = {kind for kind, _ in outputs.values()}
-    dweight_ref = torch.zeros(n, dtype=torch.float64, device=x.device)
+    totals = {kind: torch.zeros(n, dtype=torch.float64, device=x.device) for kind in _SUMMED}
     rows = max(1, _CHUNK_ELEMENTS // n)
     for start in range(0, x2.shape[0], rows):
         part = slice(start, start + rows)
-        xs = x2[part].double()
-        y_ref, rstd_ref = reference.rms_norm_fwd(xs, w64, eps)
-        refs = {"y": (y_ref, None), "rstd": (rstd_ref, None)}
-        if kinds & {"dx", "dweight"}:
-            dys = dy2[part].double()
-            dx_ref, dweight_part = reference.rms_norm_bwd(xs, w64, dys, rstd_ref, eps)
+        chunk = lambda t: None if t is None else t[part].double()  # noqa: E731
+        y_ref, h_ref, mean_ref, rstd_ref = reference.norm_fwd(
+            chunk(x2), w64, b64, chunk(residual2), eps=eps, is_rms_norm=is_rms_norm)
+        refs = {"y": (y_ref, None), "residual_out": (h_ref, None), "rstd": (rstd_ref, None)}
+        if kinds & {"dx", *_SUMMED}:
+            dys = chunk(dy2)
+            dx_ref, dweight_part, dbias_part = reference.norm_bwd(
+                h_ref, w64, dys, mean_ref, rstd_ref, chunk(dresidual_out2), eps=eps,
+                is_rms_norm=is_rms_norm, bias_dtype=None if bias is None else torch.float64)
             g = dys * w64 if w64 is not None else dys
             refs["dx"] = (dx_ref, rstd_ref.unsqueeze(-1) * g)
-            if dweight_part is not None:
-                dweight_ref += dweight_part
+            for kind, part_sum in zip(_SUMMED, (dweight_part, dbias_part)):
+                if part_sum is not None:
+                    totals[kind] += part_sum
         for label, (kind, acc) in sums.items():
             if kind in refs:
                 ref, scale = refs[kind]
                 acc.add(flat[label][part], ref, scale)
     for label, (kind, acc) in sums.items():
-        if kind == "dweight":
-            acc.add(flat[label], dweight_ref)
+        if kind in totals:
+            acc.add(flat[label], totals[kind])
     return {label: acc.relative() for label, (_, acc) in sums.items()}

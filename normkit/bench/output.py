@@ -1,14 +1,19 @@
 """What the report and the benchmark show: progress bar, text and markdown tables, plot, numbers.
 
 Pure functions of the result rows (dicts, see `normkit.bench.cli`) apart from the progress bar.
+Rows of several families (their "family" key; RMSNorm when absent) get a section each.
 """
 
 import sys
 from collections import defaultdict
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from .timing import PASS_TENSORS
+
 DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32",
                "torch.float64": "fp64"}
+FAMILY_TITLES = {"rms": "RMSNorm", "fused_add": "Fused residual add + RMSNorm (prenorm)",
+                 "layer_norm": "LayerNorm (weight and bias)"}
 
 
 def progress(items: Iterable, desc: str):
@@ -50,6 +55,14 @@ def shape_label(row: Dict) -> str:
     return f"{dtype} {row['m']}×{row['n']}"
 
 
+def by_family(results: Sequence[Dict]) -> Dict[str, List[Dict]]:
+    """The rows of each family, families in their order of appearance."""
+    families: Dict[str, List[Dict]] = defaultdict(list)
+    for r in results:
+        families[r.get("family", "rms")].append(r)
+    return dict(families)
+
+
 # ----------------------------------------------------------------------------- tables
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to their widest cell; the first column left-aligned, the rest right."""
@@ -81,12 +94,19 @@ def bench_rows(results: Sequence[Dict]) -> List[List[str]]:
             rows.append([shape_label(r), r["impl"], "fails: " + r["error"][:60], *[""] * 6])
             continue
         mark = {k: "†" if r.get(f"{k}_method") == "do_bench" else "" for k in ("fwd", "bwd")}
-        errors = [r.get(k) for k in ("err_y", "err_dx", "err_dweight") if r.get(k) is not None]
+        errors = [v for k, v in r.items() if k.startswith("err_") and v is not None]
         rows.append([shape_label(r), r["impl"], fmt_us(r.get("fwd_s")) + mark["fwd"],
                      fmt_pct(r.get("fwd_pct")), fmt_us(r.get("bwd_s")) + mark["bwd"],
                      fmt_pct(r.get("bwd_pct")), fmt_us(r.get("wall_fwd_s")),
                      fmt_us(r.get("wall_fwd_bwd_s")), fmt_err(max(errors) if errors else None)])
     return rows
+
+
+def bench_tables(results: Sequence[Dict]) -> str:
+    """The text table of each family, under its title."""
+    return "\n\n".join(f"{FAMILY_TITLES[family]}\n"
+                        + text_table(BENCH_HEADERS, bench_rows(rows))
+                        for family, rows in by_family(results).items())
 
 
 def _by_shape(results: Sequence[Dict]) -> Dict[str, Dict[str, Dict]]:
@@ -116,8 +136,8 @@ def _pass_table(results: Sequence[Dict], impls: Sequence[str], key: str) -> str:
 
 
 def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
-    """Tables for BENCHMARKS.md: backward, forward (GPU µs from CUDA-graph replays), eager wall."""
-    impls = list(dict.fromkeys(r["impl"] for r in results))
+    """Tables for BENCHMARKS.md, per family: backward, forward (GPU µs from CUDA-graph replays),
+    eager wall time."""
     env = environment
     copy = env.get("copy_gbps")
     lines = [f"Device: {env.get('device', '?')} · torch {env.get('torch', '?')} · "
@@ -127,10 +147,20 @@ def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
     if env.get("dry_run"):
         lines.append("\n**Dry run: wall time on a tiny shape, not a GPU measurement.**")
     lines += ["", "GPU µs from CUDA-graph replays (median); % copy = minimum bytes / time / copy "
-              "bandwidth; † = do_bench fallback (graph capture failed).", "",
-              "### Backward (3·M·N·s bytes)", "", _pass_table(results, impls, "bwd"), "",
-              "### Forward (2·M·N·s bytes)", "", _pass_table(results, impls, "fwd"), "",
-              "### Eager wall time per call, µs (fwd / fwd+bwd through torch.autograd.grad)", ""]
+              "bandwidth; † = do_bench fallback (graph capture failed)."]
+    for family, rows in by_family(results).items():
+        lines += ["", f"## {FAMILY_TITLES[family]}", "", *_family_markdown(family, rows)]
+    return "\n".join(lines)
+
+
+def _family_markdown(family: str, results: Sequence[Dict]) -> List[str]:
+    """The backward, forward and eager tables of one family's rows."""
+    impls = list(dict.fromkeys(r["impl"] for r in results))
+    tensors = PASS_TENSORS[family]
+    lines = []
+    for key, title in (("bwd", "Backward"), ("fwd", "Forward")):
+        lines += [f"### {title} ({tensors[key]}·M·N·s bytes)", "", _pass_table(results, impls, key), ""]
+    lines += ["### Eager wall time per call, µs (fwd / fwd+bwd through torch.autograd.grad)", ""]
     rows = []
     for label, by_impl in _by_shape(results).items():
         rows.append([label, *(
@@ -138,11 +168,11 @@ def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
             else f"{fmt_us(by_impl[n].get('wall_fwd_s'))} / {fmt_us(by_impl[n].get('wall_fwd_bwd_s'))}"
             for n in impls)])
     lines.append(markdown_table(["dtype M×N", *impls], rows))
-    return "\n".join(lines)
+    return lines
 
 
 def plot(results: Sequence[Dict], path: str) -> Optional[str]:
-    """PNG of % copy vs N, one line per implementation, forward and backward panels.
+    """PNG of % copy vs N, one line per implementation: forward and backward panels per family.
 
     Shapes that share N are averaged. Returns None when written, else why not (no matplotlib).
     """
@@ -153,23 +183,27 @@ def plot(results: Sequence[Dict], path: str) -> Optional[str]:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib is not installed"
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, key, title in zip(axes, ("fwd", "bwd"), ("forward", "backward")):
-        for impl in dict.fromkeys(r["impl"] for r in results):
-            points = defaultdict(list)
-            for r in results:
-                if r["impl"] == impl and r.get(f"{key}_pct") is not None:
-                    points[r["n"]].append(r[f"{key}_pct"] / 100.0)
-            if points:
-                ns = sorted(points)
-                ax.plot(ns, [sum(points[n]) / len(points[n]) for n in ns], marker="o", label=impl)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("N (row length)")
-        ax.set_title(f"RMSNorm {title}")
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-        ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("fraction of copy bandwidth")
-    axes[1].legend()
+    families = by_family(results)
+    fig, axes = plt.subplots(len(families), 2, figsize=(12, 4.5 * len(families)), sharey=True,
+                             squeeze=False)
+    for row_axes, (family, rows) in zip(axes, families.items()):
+        for ax, key, title in zip(row_axes, ("fwd", "bwd"), ("forward", "backward")):
+            for impl in dict.fromkeys(r["impl"] for r in rows):
+                points = defaultdict(list)
+                for r in rows:
+                    if r["impl"] == impl and r.get(f"{key}_pct") is not None:
+                        points[r["n"]].append(r[f"{key}_pct"] / 100.0)
+                if points:
+                    ns = sorted(points)
+                    ax.plot(ns, [sum(points[n]) / len(points[n]) for n in ns], marker="o",
+                            label=impl)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("N (row length)")
+            ax.set_title(f"{FAMILY_TITLES[family]} {title}")
+            ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+            ax.grid(True, alpha=0.3)
+        row_axes[0].set_ylabel("fraction of copy bandwidth")
+        row_axes[1].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -7,8 +7,10 @@ fits in L2 the K calls rotate among several input sets, so the timed calls read 
 would in a model.
 
 The ceiling is a large device-to-device copy measured in the same run: bytes read + written / time.
-"% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass:
-forward 2·M·N·s (read x, write y), backward 3·M·N·s (read x and dy, write dx).
+"% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass (as in
+ANCHORS.md): RMSNorm and LayerNorm forward 2·M·N·s (read x, write y), backward 3·M·N·s (read x
+and dy, write dx); fused residual add + RMSNorm 4·M·N·s both ways (forward: read x and residual,
+write y and residual_out; backward: read residual_out, dy and dresidual_out, write dx).
 """
 
 import math
@@ -22,12 +24,14 @@ L2_BYTES = 50 * 2**20  # H200: 50 MB of L2; a working set below this would be ti
 _ROTATION_FOOTPRINT = 4 * L2_BYTES  # rotate until the timed calls touch ≥ 4× L2: cold-ish reads
 _MAX_INPUT_SETS = 16
 _GRAPH_TARGET_S = 2e-3  # ~2 ms of work per replay: event resolution and launch cost vanish
-_PASS_TENSORS = {"fwd": 2, "bwd": 3}  # tensors of M×N elements moved: fwd x, y; bwd x, dy, dx
+# Tensors of M×N elements a pass must move, per family (see the module docstring).
+PASS_TENSORS = {"rms": {"fwd": 2, "bwd": 3}, "fused_add": {"fwd": 4, "bwd": 4},
+                "layer_norm": {"fwd": 2, "bwd": 3}}
 
 
-def min_bytes(kind: str, m: int, n: int, element_size: int) -> int:
-    """Bytes a pass must move at least: fwd 2·M·N·s, bwd 3·M·N·s (weight and rstd ignored)."""
-    return _PASS_TENSORS[kind] * m * n * element_size
+def min_bytes(kind: str, m: int, n: int, element_size: int, family: str = "rms") -> int:
+    """Bytes a pass ("fwd"/"bwd") of `family` must move at least (parameters, rstd ignored)."""
+    return PASS_TENSORS[family][kind] * m * n * element_size
 
 
 def percent_of_copy(nbytes: int, seconds: Optional[float], copy_bytes_per_s: Optional[float]
