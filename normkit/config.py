@@ -28,9 +28,10 @@ class TileConfig:
 #
 # Widest row kept whole in registers. Forward: only x lives across the reduction; 32768 values
 # over 32 warps is 32 registers a thread (ptxas: 61 registers, no spills). Backward: x, dy, w and
-# the dweight partial are live at once; 16384 spilled 400 bytes a thread, 8192 does not.
+# the dweight partial are live at once; a 16384 row on 8 warps spills, yet ran 4096×16384 in
+# 146 µs against 233 for two passes over column tiles (run C); 32768 lost to column tiles.
 _MAX_ONE_TILE_FWD = 32768
-_MAX_ONE_TILE_BWD = 8192
+_MAX_ONE_TILE_BWD = 16384
 # Column tile for rows wider than that (two passes over the row, the second mostly from L2):
 # 4096 × 2 rows × 16 warps won 3 of 4 wide shapes (4096×16384 … 2048×131072) by 2-45 %.
 _COLUMN_TILE = 4096
@@ -74,8 +75,10 @@ def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
         if whole <= _BWD_TILE_ELEMENTS // 2:
             block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)
             return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
-        if whole <= _MAX_ONE_TILE_BWD:
+        if whole <= _MAX_ONE_TILE_BWD // 2:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
+        if whole <= _MAX_ONE_TILE_BWD:
+            return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
     if whole <= _MAX_ONE_TILE_FWD:
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))

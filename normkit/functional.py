@@ -20,13 +20,13 @@ class NormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype,
-                residual_dtype, prenorm):
+                residual_dtype, prenorm, x_hat_dtype):
         out, residual_out, mean, rstd = ops.norm_fwd(
             x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype)
+            store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
         h = x if residual_out is None else residual_out
         ctx.save_for_backward(h, weight, mean, rstd)
-        ctx.config = (eps, weight_offset, is_rms_norm)
+        ctx.config = (eps, weight_offset, is_rms_norm, x_hat_dtype)
         ctx.bias_meta = (None, None) if bias is None else (bias.shape, bias.dtype)
         ctx.dtypes = (x.dtype, None if residual is None else residual.dtype)
         if prenorm:
@@ -36,7 +36,7 @@ class NormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, dresidual_out=None):
         h, weight, mean, rstd = ctx.saved_tensors
-        eps, weight_offset, is_rms_norm = ctx.config
+        eps, weight_offset, is_rms_norm, x_hat_dtype = ctx.config
         bias_shape, bias_dtype = ctx.bias_meta
         x_dtype, residual_dtype = ctx.dtypes
         dh, dweight, dbias = ops.norm_bwd(
@@ -48,18 +48,21 @@ class NormFunction(torch.autograd.Function):
         dresidual = None if residual_dtype is None else dh.to(residual_dtype)
         needs = ctx.needs_input_grad
         return (dx if needs[0] else None, dweight if needs[1] else None, dbias if needs[2] else None,
-                dresidual if needs[3] else None, None, None, None, None, None, None)
+                dresidual if needs[3] else None, None, None, None, None, None, None, None)
 
 
-def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype):
+def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype,
+           casting_mode="fp32"):
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                out_dtype=out_dtype, residual_dtype=residual_dtype)
+    validation.check_casting_mode(casting_mode)
     if prenorm and residual is None:
         raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
     n = x.shape[-1]
     outputs = NormFunction.apply(
         x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n), eps,
-        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, bool(prenorm))
+        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, bool(prenorm),
+        x.dtype if casting_mode == "llama" else None)
     if prenorm:
         return outputs[0].view(x.shape), outputs[1].view(x.shape)
     return outputs.view(x.shape)
@@ -68,23 +71,30 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
 def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
              residual: Optional[Tensor] = None, *, eps: float = 1e-6, prenorm: bool = False,
              weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
-             residual_dtype: Optional[torch.dtype] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+             residual_dtype: Optional[torch.dtype] = None, casting_mode: str = "fp32"
+             ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """RMSNorm over the last dimension, differentiable in x, weight, bias and residual.
 
     h = x + residual (added in fp32), y = h / sqrt(mean(h², -1) + eps) · (weight + weight_offset)
     + bias, in out_dtype (default x's). weight/bias are (N,) or per-head (H, N) for x of shape
     (..., H, N). With prenorm=True returns (y, residual_out), residual_out = h in residual_dtype
     (default residual's); otherwise y (gradients still reach the residual).
+
+    casting_mode "fp32" (default) computes y in fp32 and rounds once; "llama" rounds x̂ to x's
+    dtype before scaling by the weight, as Hugging Face's Llama-family RMSNorm does (Liger's
+    "llama" mode; its "gemma" mode is "fp32" with weight_offset=1).
     """
-    return _apply(x, weight, bias, residual, eps, weight_offset, True, prenorm, out_dtype, residual_dtype)
+    return _apply(x, weight, bias, residual, eps, weight_offset, True, prenorm, out_dtype, residual_dtype,
+                  casting_mode)
 
 
 def layer_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                residual: Optional[Tensor] = None, *, eps: float = 1e-5, prenorm: bool = False,
-               out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None
-               ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+               out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None,
+               casting_mode: str = "fp32") -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """LayerNorm over the last dimension: y = (h − mean)·rstd·weight + bias with h = x + residual.
 
-    Same conventions as `rms_norm` (dtypes, per-head parameters, prenorm).
+    Same conventions as `rms_norm` (dtypes, per-head parameters, prenorm, casting_mode).
     """
-    return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype)
+    return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype,
+                  casting_mode)

@@ -20,10 +20,20 @@ Tensor = torch.Tensor
 
 
 # ----------------------------------------------------------------------------- launchers
-def _compute_dtype(x: Tensor):
+def _tl_dtype(dtype: torch.dtype):
     import triton.language as tl
 
-    return tl.float64 if x.dtype == torch.float64 else tl.float32
+    return {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32,
+            torch.float64: tl.float64}[dtype]
+
+
+def _compute_dtype(x: Tensor):
+    return _tl_dtype(reference.compute_dtype(x.dtype))
+
+
+def _x_hat_dtype(x: Tensor, x_hat_dtype: Optional[torch.dtype]):
+    """Where x̂ is rounded before the weight: nowhere (the compute dtype) unless asked."""
+    return _compute_dtype(x) if x_hat_dtype is None else _tl_dtype(x_hat_dtype)
 
 
 def _contiguous(t: Optional[Tensor]) -> Optional[Tensor]:
@@ -67,8 +77,11 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
                mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
                weight_offset: float = 0.0, is_rms_norm: bool = True,
-               config: Optional[cfg.TileConfig] = None) -> None:
-    """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,)."""
+               x_hat_dtype: Optional[torch.dtype] = None, config: Optional[cfg.TileConfig] = None) -> None:
+    """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,).
+
+    x_hat_dtype: round x̂ to this dtype before the weight (Llama-style casting), None: no rounding.
+    """
     m, n = x.shape
     if m == 0:
         return
@@ -77,7 +90,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         y, h, mu, r = reference.norm_fwd(
             _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
             is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
-            residual_dtype=None if residual_out is None else residual_out.dtype)
+            residual_dtype=None if residual_out is None else residual_out.dtype, x_hat_dtype=x_hat_dtype)
         for dst, src in ((out, y), (residual_out, h), (mean, mu), (rstd, r)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
@@ -93,7 +106,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
             HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
             STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
-            num_warps=config.num_warps, num_stages=config.num_stages,
+            X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype), num_warps=config.num_warps, num_stages=config.num_stages,
         )
 
 
@@ -101,7 +114,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                dweight: Optional[Tensor] = None, dbias: Optional[Tensor] = None,
                dresidual_out: Optional[Tensor] = None, mean: Optional[Tensor] = None,
                rstd: Optional[Tensor] = None, eps: float, weight_offset: float = 0.0,
-               is_rms_norm: bool = True, config: Optional[cfg.TileConfig] = None) -> None:
+               is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None,
+               config: Optional[cfg.TileConfig] = None) -> None:
     """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape).
 
     x is the normalised input (residual_out when there was a residual). rstd None (and mean None
@@ -120,7 +134,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
             weight_offset=weight_offset, bias_dtype=None if dbias is None else dbias.dtype,
-            param_ndim=2 if heads > 1 else 1)
+            param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype)
         for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
@@ -139,7 +153,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
             HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
-            COMPUTE_DTYPE=_compute_dtype(x), num_warps=config.num_warps, num_stages=config.num_stages,
+            COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
+            num_warps=config.num_warps, num_stages=config.num_stages,
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:
@@ -171,14 +186,14 @@ def _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype,
 
 def _norm_fwd_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor],
                    eps: float, weight_offset: float, is_rms_norm: bool, store_stats: bool,
-                   out_dtype: Optional[torch.dtype], residual_dtype: Optional[torch.dtype]
-                   ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+                   out_dtype: Optional[torch.dtype], residual_dtype: Optional[torch.dtype],
+                   x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     out, residual_out, mean, rstd = _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats,
                                                  out_dtype, residual_dtype)
     launch_fwd(x, out, weight=weight, bias=bias, residual=residual,
                residual_out=residual_out if residual_out.dim() == 2 else None,
                mean=mean if mean.numel() else None, rstd=rstd if store_stats else None,
-               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
     return out, residual_out, mean, rstd
 
 
@@ -186,7 +201,8 @@ _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, muta
 
 
 @_norm_fwd_op.register_fake
-def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype):
+def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
+      x_hat_dtype):
     return _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
 
 
@@ -200,12 +216,12 @@ def _bwd_outputs(x, weight, bias_shape, bias_dtype):
 
 def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
                    rstd: Optional[Tensor], dresidual_out: Optional[Tensor], bias_shape: Optional[List[int]],
-                   bias_dtype: Optional[torch.dtype], eps: float, weight_offset: float, is_rms_norm: bool
-                   ) -> Tuple[Tensor, Tensor, Tensor]:
+                   bias_dtype: Optional[torch.dtype], eps: float, weight_offset: float, is_rms_norm: bool,
+                   x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor]:
     dx, dweight, dbias = _bwd_outputs(x, weight, bias_shape, bias_dtype)
     launch_bwd(x, dout, dx, weight=weight, dweight=dweight if weight is not None else None,
                dbias=dbias if bias_dtype is not None else None, dresidual_out=dresidual_out, mean=mean, rstd=rstd,
-               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
     return dx, dweight, dbias
 
 
@@ -213,18 +229,21 @@ _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, muta
 
 
 @_norm_bwd_op.register_fake
-def _(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm):
+def _(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
+      x_hat_dtype):
     return _bwd_outputs(x, weight, bias_shape, bias_dtype)
 
 
 def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor], *,
              eps: float, weight_offset: float = 0.0, is_rms_norm: bool = True, store_stats: bool = False,
-             out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None
+             out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None,
+             x_hat_dtype: Optional[torch.dtype] = None
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """The forward op on validated 2-D input: (out, residual_out, mean, rstd), None where not produced
     (residual_out None means "x itself"). Eager calls skip the dispatcher (host overhead); under
     torch.compile the registered op is what gets traced."""
-    args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype)
+    args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
+            x_hat_dtype)
     if torch.compiler.is_compiling():
         out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
     else:
@@ -236,12 +255,12 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
 def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optional[Tensor] = None,
              rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
              bias_shape: Optional[List[int]] = None, bias_dtype: Optional[torch.dtype] = None, eps: float,
-             weight_offset: float = 0.0, is_rms_norm: bool = True
+             weight_offset: float = 0.0, is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
     """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced.
     dbias (of bias_shape, (N,) or per-head (H, N), in bias_dtype) is computed when bias_dtype is given."""
     args = (x, weight, dout, mean, rstd, dresidual_out, None if bias_dtype is None else list(bias_shape),
-            bias_dtype, eps, weight_offset, is_rms_norm)
+            bias_dtype, eps, weight_offset, is_rms_norm, x_hat_dtype)
     if torch.compiler.is_compiling():
         dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
     else:

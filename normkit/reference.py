@@ -16,16 +16,22 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def _round(t: Tensor, dtype: Optional[torch.dtype]) -> Tensor:
+    """t rounded to `dtype` and back (Llama-style casting of x̂); unchanged for None."""
+    return t if dtype is None else t.to(dtype).to(t.dtype)
+
+
 def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
              residual: Optional[Tensor] = None, *, eps: float, is_rms_norm: bool = True,
              weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
-             residual_dtype: Optional[torch.dtype] = None
+             residual_dtype: Optional[torch.dtype] = None, x_hat_dtype: Optional[torch.dtype] = None
              ) -> Tuple[Tensor, Tensor, Optional[Tensor], Tensor]:
     """Returns (y, residual_out, mean, rstd) for h = x (+ residual) normalised over the last dim.
 
     y = ĥ·(w + weight_offset) + b with ĥ = (h − mean)·rstd (mean = 0 and None for RMSNorm),
     rstd = 1/sqrt(mean((h − mean)²) + eps). y has out_dtype (default x's); residual_out is h in
     residual_dtype (default residual's, else x's); statistics are in the compute dtype.
+    x_hat_dtype rounds ĥ before the weight (Llama-style casting).
     """
     acc = compute_dtype(x.dtype)
     h = x.to(acc) if residual is None else x.to(acc) + residual.to(acc)
@@ -33,7 +39,7 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
     mean = None if is_rms_norm else h.mean(dim=-1)
     centered = h if is_rms_norm else h - mean.unsqueeze(-1)
     rstd = torch.rsqrt(centered.square().mean(dim=-1) + eps)
-    y = centered * rstd.unsqueeze(-1)
+    y = _round(centered * rstd.unsqueeze(-1), x_hat_dtype)
     if weight is not None:
         y = y * (weight.to(acc) + weight_offset)
     if bias is not None:
@@ -44,8 +50,8 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
 def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Tensor] = None,
              rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, *, eps: float,
              is_rms_norm: bool = True, weight_offset: float = 0.0,
-             bias_dtype: Optional[torch.dtype] = None, param_ndim: Optional[int] = None
-             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+             bias_dtype: Optional[torch.dtype] = None, param_ndim: Optional[int] = None,
+             x_hat_dtype: Optional[torch.dtype] = None) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
     """Returns (dx, dweight, dbias) for the normalised input x (residual_out with a residual).
 
     dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dy·(w + weight_offset) and x̂ = (x − μ)·rstd
@@ -75,7 +81,7 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Ten
     lead = tuple(range(x.dim() - param_ndim))  # per-head: sum over every dim but the last two
     dweight = None
     if weight is not None:
-        dweight = (dyc * x_hat).sum(dim=lead).to(weight.dtype)
+        dweight = (dyc * _round(x_hat, x_hat_dtype)).sum(dim=lead).to(weight.dtype)
     dbias = dyc.sum(dim=lead).to(bias_dtype) if bias_dtype is not None else None
     return dx.to(x.dtype), dweight, dbias
 

@@ -85,6 +85,14 @@ def check_float64_consistency(x: torch.Tensor, **tensors) -> None:
                             f"float64 inputs must all be float64 (the float64 path computes in float64)")
 
 
+CASTING_MODES = ("fp32", "llama")
+
+
+def check_casting_mode(casting_mode) -> None:
+    if casting_mode not in CASTING_MODES:
+        raise ValueError(f"casting_mode must be one of {', '.join(map(repr, CASTING_MODES))}, got {casting_mode!r}")
+
+
 def stats_dtype(x_dtype: torch.dtype) -> torch.dtype:
     """dtype of saved statistics (mean, rstd): float32, or float64 for float64 inputs."""
     return torch.float64 if x_dtype == torch.float64 else torch.float32

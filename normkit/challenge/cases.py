@@ -5,19 +5,28 @@ and dweight (C,) in place (N rows, C columns, float32). Each case pre-fills both
 FILL = 123.0, calls it, and compares with a float64 reference (`normkit.reference.rms_norm_bwd`
 on .double() inputs) at atol = rtol = 1e-3; NaN anywhere fails. Case "hand-2x4" is compared
 with numbers worked by hand instead (a test checks that the reference agrees with them).
+
+The solution runs in a worker thread (`guard.call`), optionally under a time limit. Beyond the
+values, a case fails when the solution wrote into an input, replaced or resized an output
+(data_ptr, shape, stride or dtype changed) or wrote past either end of one (each output sits
+between GUARD elements of FILL that must stay FILL).
 """
 
+import textwrap
 from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 
 from .. import reference
+from . import guard
 from .device import challenge_device
 
 ATOL = 1e-3
 RTOL = 1e-3
 FILL = 123.0  # what the outputs hold before solve: a value no correct output has here
+GUARD = 4096  # FILL elements either side of each output: a store with a missing mask lands here
+DETAIL_ELEMENTS = 16  # outputs this small are printed whole (expected and got) when they differ
 SEED = 0
 
 Tensor = torch.Tensor
@@ -47,7 +56,13 @@ class Case:
 class CaseResult(NamedTuple):
     name: str
     passed: bool
-    message: str
+    message: str  # one line
+    detail: str = ""  # more lines, printed below it: a traceback, or small outputs expected vs got
+
+    def report(self) -> str:
+        """"PASS name: message" or "FAIL …", and the detail indented below it."""
+        line = f"{'PASS' if self.passed else 'FAIL'} {self.name}: {self.message}"
+        return line + ("\n" + textwrap.indent(self.detail, "    ") if self.detail else "")
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -130,38 +145,77 @@ def _mismatch(name: str, got: Tensor, want: Tensor, exact: bool) -> Optional[str
     value, expected = got.flatten()[first].item(), want.flatten()[first].item()
     message = (f"{name}[{', '.join(map(str, index))}]: expected {expected:.7g}, got {value:.7g} "
                f"({int(bad.sum())} of {got.numel()} elements differ)")
-    unwritten = int((got == FILL).sum())
+    unwritten, nans = int((got == FILL).sum()), int(got.isnan().sum())
     if unwritten:
         message += f"; {unwritten} elements left unwritten (still {FILL})"
+    if nans:
+        message += f"; {nans} elements are NaN"
     return message
 
 
-def run_case(solve_fn: Callable, case: Case, device) -> CaseResult:
-    """Run one case: pre-fill outputs with FILL, call solve_fn, compare with the expected values."""
+def _padded(shape: tuple, device) -> Tuple[Tensor, Tensor]:
+    """An output of `shape` full of FILL, and the buffer holding it between GUARD more FILLs."""
+    numel = int(torch.Size(shape).numel())
+    buffer = torch.full((GUARD + numel + GUARD,), FILL, device=device)
+    return buffer[GUARD:GUARD + numel].view(shape), buffer
+
+
+def _layout(tensor: Tensor) -> tuple:
+    return tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype, tensor.device
+
+
+def _format(values: Tensor) -> str:
+    if values.dim() == 0:
+        return f"{values.item():.7g}"
+    return "[" + ", ".join(_format(row) for row in values) + "]"
+
+
+def run_case(solve_fn: Callable, case: Case, device, timeout: Optional[float] = None) -> CaseResult:
+    """Run one case: pre-fill outputs with FILL, call solve_fn (giving up after `timeout` s),
+    compare with the expected values."""
     inputs = case.inputs()
     given = tuple(t.to(device, copy=True) for t in inputs)  # copies: the solution may scribble
-    dx = torch.full((case.n, case.c), FILL, device=device)
-    dweight = torch.full((case.c,), FILL, device=device)
-    try:
-        solve_fn(*given, dx, dweight, case.n, case.c, case.eps)
-    except Exception as error:  # a solution's crash is its case's failure, not the runner's
-        return CaseResult(case.name, False, f"solve raised {type(error).__name__}: {error}")
-    return _judge(case, inputs, given, {"dx": dx, "dweight": dweight})
+    (dx, dx_buffer), (dweight, dweight_buffer) = _padded((case.n, case.c), device), _padded((case.c,), device)
+    outputs = {"dx": (dx, dx_buffer, _layout(dx)), "dweight": (dweight, dweight_buffer, _layout(dweight))}
+    sync = (lambda: torch.cuda.synchronize(device)) if torch.device(device).type == "cuda" else None
+    outcome = guard.call(solve_fn, (*given, dx, dweight, case.n, case.c, case.eps), timeout=timeout, after=sync)
+    if outcome.timed_out:
+        return CaseResult(case.name, False, f"timed out: solve had not returned after {timeout:g} s "
+                                            "(the limit per case); it may still be running")
+    if outcome.error:  # a solution's crash is its case's failure, not the runner's
+        return CaseResult(case.name, False, f"solve raised {outcome.error}", outcome.trace)
+    return _judge(case, inputs, given, outputs)
 
 
 def _judge(case: Case, inputs: Inputs, given: tuple, outputs: dict) -> CaseResult:
-    pairs = {name: (got.cpu().double(), want) for (name, got), want in zip(outputs.items(), case.expected(inputs))}
-    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()]
+    problems = [f"solve replaced or resized its output {name} (its data_ptr, shape, stride or dtype "
+                f"changed): write into the given tensor in place"
+                for name, (tensor, _, layout) in outputs.items() if _layout(tensor) != layout]
+    values_readable = not problems
+    for name, (tensor, buffer, _) in outputs.items():
+        outside = int((buffer[:GUARD] != FILL).sum() + (buffer[buffer.numel() - GUARD:] != FILL).sum())
+        if outside:
+            problems.append(f"solve wrote outside its output {name} ({outside} elements just before "
+                            f"or after it changed)")
     problems += [f"solve wrote into its input {name}" for name, before, after
                  in zip(("x", "weight", "dy"), inputs, given) if not torch.equal(before, after.cpu())]
+    if not values_readable:
+        return CaseResult(case.name, False, "; ".join(problems))
+    pairs = {name: (tensor.cpu().double(), want)
+             for (name, (tensor, _, _)), want in zip(outputs.items(), case.expected(inputs))}
+    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()] + problems
     problems = [p for p in problems if p]
     if problems:
-        return CaseResult(case.name, False, "; ".join(problems))
+        detail = "\n".join(f"expected {name} = {_format(want)}\ngot      {name} = {_format(got)}"
+                           for name, (got, want) in pairs.items() if got.numel() <= DETAIL_ELEMENTS)
+        return CaseResult(case.name, False, "; ".join(problems), detail)
     errors = ", ".join(f"{name} {(got - want).abs().max().item():.1e}" for name, (got, want) in pairs.items())
     return CaseResult(case.name, True, f"N={case.n} C={case.c} eps={case.eps:g}, max |error| {errors}")
 
 
-def run_suite(solve_fn: Callable, cases: Optional[List[Case]] = None, device=None) -> List[CaseResult]:
-    """Run every case (CASES by default) on `device` (GPU, or CPU under the interpreter)."""
+def run_suite(solve_fn: Callable, cases: Optional[List[Case]] = None, device=None,
+              timeout: Optional[float] = None) -> List[CaseResult]:
+    """Run every case (CASES by default) on `device` (GPU, or CPU under the interpreter), each
+    given at most `timeout` seconds (None: no limit)."""
     device = challenge_device() if device is None else device
-    return [run_case(solve_fn, case, device) for case in (CASES if cases is None else cases)]
+    return [run_case(solve_fn, case, device, timeout) for case in (CASES if cases is None else cases)]

@@ -1,49 +1,116 @@
-"""`python -m normkit challenge {rms-norm-forward,rms-norm-backward}`."""
+"""`python -m normkit challenge {list,show,starter,rms-norm-forward,rms-norm-backward}`.
+
+Exit status: 0 when everything passed (or was shown/written), 1 when a case failed, 2 for a
+solution file that cannot be loaded, a starter that would overwrite a file, or bad arguments.
+"""
 
 import argparse
-from typing import Callable, List
+import sys
+from typing import List
 
+from . import statements
 from .backward import solve
-from .cases import run_suite
 from .forward import run
-from .perf import run_performance
+from .grader import grade_backward, grade_forward
+from .guard import DEFAULT_TIMEOUT
+from .solution import SolutionError, load_solution
+
+__all__ = ["main", "grade_backward", "grade_forward"]
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
+
+
+def _add_solution_options(parser: argparse.ArgumentParser, function: str) -> None:
+    parser.add_argument("--solution", metavar="FILE",
+                        help=f"a Python file defining {function}(...) to grade (default: normkit's own)")
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"time limit for each call of {function} (default {DEFAULT_TIMEOUT:g})")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m normkit challenge",
-        description="LeetGPU-style RMSNorm challenges, run against normkit's Triton kernels "
-                    "(on a CUDA GPU, or on the CPU under TRITON_INTERPRET=1).")
-    problems = parser.add_subparsers(dest="problem", required=True, metavar="PROBLEM")
-    forward = problems.add_parser(
-        "rms-norm-forward", help="run the Triton forward once; print True when it matches torch",
-        description="Launch normkit's Triton RMSNorm forward on seeded float32 inputs and print "
-                    "whether torch.allclose agrees with a plain-torch reference (exit 0 iff True).")
+        description="LeetGPU-style RMSNorm challenges: read a statement, write a solution file, grade "
+                    "it (on a CUDA GPU, or on the CPU under TRITON_INTERPRET=1).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("list", help="the challenges, one line each")
+    show = commands.add_parser("show", help="print a challenge's statement")
+    show.add_argument("name", choices=statements.STATEMENTS, metavar="NAME")
+    starter = commands.add_parser("starter", help="write a starter solution file")
+    starter.add_argument("name", choices=statements.STATEMENTS, metavar="NAME")
+    starter.add_argument("--lang", choices=("triton", "pytorch"), default="triton")
+    starter.add_argument("--out", metavar="PATH", help="where to write it (default e.g. solve_rms_norm_backward.py)")
+    starter.add_argument("--force", action="store_true", help="overwrite PATH when it exists")
+    forward = commands.add_parser(
+        "rms-norm-forward", help="grade run(M, N, eps) -> bool: it must return True",
+        description="Call run(M=64, N=256, eps=1e-6) once. Without --solution, normkit's own run "
+                    "launches its Triton forward and the result is printed (exit 0 iff True).")
     forward.add_argument("-M", type=int, default=64, help="rows (default 64)")
     forward.add_argument("-N", type=int, default=256, help="row length (default 256)")
     forward.add_argument("--eps", type=float, default=1e-6, help="epsilon (default 1e-6)")
-    problems.add_parser(
-        "rms-norm-backward", help="run the 12 backward cases, then the timed case on a GPU",
-        description="Run normkit's solve(x, weight, dy, dx, dweight, N, C, eps) through the 12 "
-                    "functional cases (float64 reference, atol = rtol = 1e-3), one line per case, "
-                    "then the 16384x4096 performance case on a GPU. Exit 0 iff every case passed.")
+    _add_solution_options(forward, "run")
+    backward = commands.add_parser(
+        "rms-norm-backward", help="grade solve(x, weight, dy, dx, dweight, N, C, eps)",
+        description="Run solve through the example (--action run) or the 12 functional cases "
+                    "(float64 reference, atol = rtol = 1e-3) and, on a GPU, the 16384x4096 "
+                    "performance case (--action submit). Exit 0 iff every case passed.")
+    _add_solution_options(backward, "solve")
+    backward.add_argument("--action", choices=("run", "submit"), default="submit",
+                          help="run: the example only; submit (default): every case")
     return parser
 
 
-def grade_backward(solve_fn: Callable) -> bool:
-    """Print one PASS/FAIL line per case, then the performance case; True iff all passed."""
-    results = run_suite(solve_fn)
-    for result in results:
-        print(f"{'PASS' if result.passed else 'FAIL'} {result.name}: {result.message}")
-    functional = all(result.passed for result in results)
-    print(f"{sum(result.passed for result in results)}/{len(results)} cases passed")
-    return run_performance(solve_fn) and functional
+def _list() -> int:
+    for statement in statements.STATEMENTS.values():
+        print(f"{statement.name:<19} {statement.summary}")
+    print("(`python -m normkit challenge show NAME` prints a statement)")
+    return 0
+
+
+def _starter(args) -> int:
+    statement = statements.STATEMENTS[args.name]
+    path = args.out or statement.starter_path()
+    try:
+        statements.write_starter(args.name, args.lang, path, args.force)
+    except FileExistsError as error:
+        print(f"normkit challenge starter: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}; grade it with: python -m normkit challenge {args.name} --solution {path}")
+    return 0
+
+
+def _grade(args) -> int:
+    statement = statements.STATEMENTS[args.command]
+    if args.solution is None:
+        if args.command == "rms-norm-forward":  # normkit's own: prints just the bool, as ever
+            matched = run(args.M, args.N, args.eps)
+            print(matched)
+            return 0 if matched else 1
+        return 0 if grade_backward(solve, args.action, args.timeout) else 1
+    try:
+        fn = load_solution(args.solution, statement.function, statement.call)
+    except SolutionError as error:
+        print(f"normkit challenge: {error}", file=sys.stderr)
+        return 2
+    if args.command == "rms-norm-forward":
+        passed = grade_forward(fn, args.M, args.N, args.eps, args.timeout)
+    else:
+        passed = grade_backward(fn, args.action, args.timeout)
+    return 0 if passed else 1
 
 
 def main(argv: List[str]) -> int:
     args = _parser().parse_args(argv)
-    if args.problem == "rms-norm-forward":
-        matched = run(args.M, args.N, args.eps)
-        print(matched)
-        return 0 if matched else 1
-    return 0 if grade_backward(solve) else 1
+    if args.command == "list":
+        return _list()
+    if args.command == "show":
+        print(statements.render(args.name))
+        return 0
+    if args.command == "starter":
+        return _starter(args)
+    return _grade(args)

@@ -11,6 +11,9 @@ which for RMSNorm is dx = rstd·(g − x̂·mean(g·x̂)) = rstd·g − x·rstd�
 
     dweight = Σ_rows dy·ĥ          dbias = Σ_rows dy
 
+(with ĥ rounded to X_HAT_DTYPE in dweight, as the forward scaled it; the rounding passes the
+gradient through unchanged, so dh is as above).
+
 dh is both dx and dresidual (h = x + residual). With RECOMPUTE_STATS the statistics are
 recomputed from h in the same pass that reduces Σ(g·h) and Σg (the LeetGPU #142 contract:
 nothing saved from the forward); otherwise the saved mean/rstd are loaded.
@@ -67,6 +70,7 @@ def norm_bwd_kernel(
     HAS_DRESIDUAL: tl.constexpr,
     RECOMPUTE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
+    X_HAT_DTYPE: tl.constexpr,
 ):
     pid = tl.program_id(0)
     head = tl.program_id(1)
@@ -168,7 +172,7 @@ def norm_bwd_kernel(
                               mask=mask, other=0.0).to(COMPUTE_DTYPE)
             tl.store(DX + dx_rows + cols[None, :], dx, mask=mask)
             if HAS_WEIGHT:
-                dw_acc += tl.sum(tl.where(mask, dy * x_hat, 0.0), axis=0)
+                dw_acc += tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE), 0.0), axis=0)
             if HAS_BIAS:
                 db_acc += tl.sum(dy, axis=0)
         else:
@@ -189,7 +193,8 @@ def norm_bwd_kernel(
                 tl.store(DX + dx_rows + c[None, :], dx, mask=mask)
                 if HAS_WEIGHT:
                     _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N,
-                                        tl.sum(tl.where(mask, dy * x_hat, 0.0), axis=0))
+                                        tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE),
+                                                        0.0), axis=0))
                 if HAS_BIAS:
                     _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
             tl.debug_barrier()

@@ -8,6 +8,9 @@ Per row (length N), all in COMPUTE_DTYPE (float32, or float64 for float64 inputs
     ĥ    = (h − mean) · rstd
     y    = ĥ · (w + weight_offset) + b        (w = 1 without HAS_WEIGHT, b = 0 without HAS_BIAS)
 
+with ĥ rounded to X_HAT_DTYPE before the scale (x's dtype in Llama-style casting; otherwise
+COMPUTE_DTYPE, i.e. no rounding).
+
 Inputs are upcast before anything is squared, so fp16 inputs with |x| in the hundreds cannot
 overflow. Per-head weights (QK-norm): the weight and bias are (HEADS, N) and row r uses row
 r % HEADS of them (HEADS = 1 is the ordinary (N,) weight; Triton specialises it away).
@@ -33,10 +36,11 @@ def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COM
 
 
 @triton.jit
-def _affine(x_hat, W, B, w_offs, mask, weight_offset,
-            HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """y = x̂ · (w + weight_offset) + b."""
-    y = x_hat
+def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+            COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr):
+    """y = x̂ · (w + weight_offset) + b, with x̂ first rounded to X_HAT_DTYPE (a no-op when that is
+    COMPUTE_DTYPE; x's dtype for Llama-style casting: normalise in fp32, cast, then scale)."""
+    y = x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE)
     if HAS_WEIGHT:
         y = y * (tl.load(W + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset)
     if HAS_BIAS:
@@ -62,6 +66,7 @@ def norm_fwd_kernel(
     STORE_RESIDUAL_OUT: tl.constexpr,
     STORE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
+    X_HAT_DTYPE: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = rows < M
@@ -119,7 +124,7 @@ def norm_fwd_kernel(
     # ---- output
     if ONE_TILE:
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
-                    HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE)
+                    HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE, X_HAT_DTYPE)
         tl.store(Y + y_rows + cols[None, :], y, mask=mask)
     else:
         for start in tl.range(0, N, BLOCK_N):
@@ -129,5 +134,5 @@ def norm_fwd_kernel(
             h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
                         res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
             y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask,
-                        weight_offset, HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE)
+                        weight_offset, HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE, X_HAT_DTYPE)
             tl.store(Y + y_rows + c[None, :], y, mask=mask)

@@ -1,0 +1,100 @@
+"""Compile every kernel family for an H100/H200 (sm_90) without a GPU, and report ptxas resources.
+
+Triton's compiler and the ptxas it ships run on any machine: this catches kernels that the CPU
+interpreter accepts but the GPU compiler rejects, and shows registers and spills per config.
+Run without TRITON_INTERPRET (the kernels must be JIT functions):
+
+    python tools/compile_check.py            # a representative set of flag combinations
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel, sum_partials_kernel
+
+TARGET = GPUTarget("cuda", 90, 32)
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+FLOAT_TYPES = {"bf16": tl.bfloat16, "fp16": tl.float16, "fp32": tl.float32, "fp64": tl.float64}
+
+
+def _signature(kernel, dtype, pointer_names, constexprs):
+    sig = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            sig[name] = "constexpr"
+        elif name in pointer_names:
+            sig[name] = pointer_names[name].replace("T", dtype)
+        elif name in ("eps", "weight_offset"):
+            sig[name] = "fp32"
+        else:
+            sig[name] = "i32"
+    return sig
+
+
+def compile_one(kernel, dtype, pointers, constexprs, num_warps):
+    """Compile for sm_90; return (registers, spill bytes) from ptxas -v."""
+    src = ASTSource(kernel, _signature(kernel, dtype, pointers, constexprs), constexprs)
+    compiled = triton.compile(src, target=TARGET, options={"num_warps": num_warps})
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(compiled.asm["ptx"])
+    out = subprocess.run([PTXAS, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.devnull],
+                         capture_output=True, text=True).stderr
+    os.unlink(f.name)
+    regs = re.search(r"Used (\d+) registers", out)
+    spill = re.search(r"(\d+) bytes spill stores", out)
+    return int(regs.group(1)) if regs else -1, int(spill.group(1)) if spill else 0
+
+
+FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
+                "MEAN": "*fp32", "RSTD": "*fp32"}
+BWD_POINTERS = {"X": "*T", "W": "*T", "DY": "*T", "DRESIDUAL_OUT": "*T", "MEAN": "*fp32", "RSTD": "*fp32",
+                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32"}
+
+
+def cases():
+    """(name, kernel, dtype, pointers, constexprs, warps): every flag at least once, both tilings."""
+    for dtype, one_tile, rms, extra in [("bf16", True, True, False), ("bf16", False, True, True),
+                                        ("fp32", True, False, True), ("fp16", False, False, False),
+                                        ("fp64", True, True, True)]:
+        f64 = dtype == "fp64"
+        cdt = tl.float64 if f64 else tl.float32
+        pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in FWD_POINTERS.items()}
+        block = dict(BLOCK_M=2, BLOCK_N=4096 if one_tile else 2048, ONE_TILE=one_tile, IS_RMS_NORM=rms,
+                     COMPUTE_DTYPE=cdt, X_HAT_DTYPE=FLOAT_TYPES[dtype] if extra else cdt)
+        yield (f"fwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+               dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
+                    STORE_STATS=True), 8)
+        pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in BWD_POINTERS.items()}
+        for recompute in (False, True):
+            yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",
+                   norm_bwd_kernel, dtype, pointers,
+                   dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute), 8)
+    yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16"},
+           dict(BLOCK_G=32, BLOCK_N=128), 4)
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("compile_check: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
+        return 2
+    failures = 0
+    for name, kernel, dtype, pointers, constexprs, warps in cases():
+        try:
+            regs, spill = compile_one(kernel, dtype, pointers, constexprs, warps)
+            print(f"ok    {name}: {regs} registers, {spill} bytes spilled", flush=True)
+        except Exception as e:  # report every failing combination, not just the first
+            failures += 1
+            print(f"FAIL  {name}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
