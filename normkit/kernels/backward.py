@@ -33,6 +33,8 @@ by tile by their one owner program (a barrier orders the re-read; still no atomi
 import triton
 import triton.language as tl
 
+from .stats import merge_tile_stats
+
 
 @triton.jit
 def _load_tile(X, DY, W, x_offs, dy_offs, w_offs, mask, col_mask, weight_offset,
@@ -134,16 +136,8 @@ def norm_bwd_kernel(
                 sum_gh += tl.sum(g * h, axis=1)
                 sum_g += tl.sum(g, axis=1)
                 if RECOMPUTE_STATS:
-                    if IS_RMS_NORM:
-                        m2 += tl.sum(h * h, axis=1)
-                    else:  # Chan et al.: merge this tile's (count, mean, M2) into the running ones
-                        seen = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + start
-                        count = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + tl.minimum(N - start, BLOCK_N)
-                        tile_mean = tl.sum(h, axis=1) / count
-                        d = tl.where(mask, h - tile_mean[:, None], 0.0)
-                        delta = tile_mean - mean
-                        mean += delta * count / (seen + count)
-                        m2 += tl.sum(d * d, axis=1) + delta * delta * seen * count / (seen + count)
+                    mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
+                                                COMPUTE_DTYPE)
             var = m2 / N
 
         if RECOMPUTE_STATS:

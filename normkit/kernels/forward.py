@@ -25,6 +25,8 @@ second pass mostly hits L2).
 import triton
 import triton.language as tl
 
+from .stats import merge_tile_stats
+
 
 @triton.jit
 def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
@@ -102,17 +104,7 @@ def norm_fwd_kernel(
                         res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
             if STORE_RESIDUAL_OUT:
                 tl.store(RESIDUAL_OUT + res_out_rows + c[None, :], h, mask=mask)
-            if IS_RMS_NORM:
-                m2 += tl.sum(h * h, axis=1)
-            else:
-                # Chan et al.: merge this tile's (count, mean, M2) into the running ones.
-                seen = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + start
-                count = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE) + tl.minimum(N - start, BLOCK_N)
-                tile_mean = tl.sum(h, axis=1) / count
-                d = tl.where(mask, h - tile_mean[:, None], 0.0)
-                delta = tile_mean - mean
-                mean += delta * count / (seen + count)
-                m2 += tl.sum(d * d, axis=1) + delta * delta * seen * count / (seen + count)
+            mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N, COMPUTE_DTYPE)
         var = m2 / N
 
     rstd = 1.0 / tl.sqrt(var + eps)
