@@ -3,7 +3,9 @@
 - `run(M, N, eps)`: the seed problem, Triton forward vs plain torch → bool.
 - `solve(x, weight, dy, dx, dweight, N, C, eps)`: the backward, written into caller tensors.
 - `run_suite(solve_fn)`: the 12 functional cases; `mutants`: wrong solutions it must reject.
-- `main(argv)`: `python -m normkit challenge {rms-norm-forward,rms-norm-backward}`.
+- `main(argv)`: `python -m normkit challenge {list,show,starter,rms-norm-forward,rms-norm-backward}`;
+  with `--solution FILE` it grades a contestant's file (`grader`, `solution`, `guard`) against
+  the statements in `statements`.
 """
 
 from .backward import solve

@@ -187,24 +187,30 @@ def run_case(solve_fn: Callable, case: Case, device, timeout: Optional[float] = 
     return _judge(case, inputs, given, outputs)
 
 
-def _judge(case: Case, inputs: Inputs, given: tuple, outputs: dict) -> CaseResult:
-    problems = [f"solve replaced or resized its output {name} (its data_ptr, shape, stride or dtype "
+def _tampering(inputs: Inputs, given: tuple, outputs: dict) -> Tuple[List[str], bool]:
+    """What solve did besides writing its outputs' values, and whether they can still be read."""
+    replaced = [f"solve replaced or resized its output {name} (its data_ptr, shape, stride or dtype "
                 f"changed): write into the given tensor in place"
                 for name, (tensor, _, layout) in outputs.items() if _layout(tensor) != layout]
-    values_readable = not problems
-    for name, (tensor, buffer, _) in outputs.items():
+    problems = list(replaced)
+    for name, (_, buffer, _) in outputs.items():
         outside = int((buffer[:GUARD] != FILL).sum() + (buffer[buffer.numel() - GUARD:] != FILL).sum())
         if outside:
             problems.append(f"solve wrote outside its output {name} ({outside} elements just before "
                             f"or after it changed)")
     problems += [f"solve wrote into its input {name}" for name, before, after
                  in zip(("x", "weight", "dy"), inputs, given) if not torch.equal(before, after.cpu())]
-    if not values_readable:
-        return CaseResult(case.name, False, "; ".join(problems))
+    return problems, not replaced
+
+
+def _judge(case: Case, inputs: Inputs, given: tuple, outputs: dict) -> CaseResult:
+    tampering, readable = _tampering(inputs, given, outputs)
+    if not readable:
+        return CaseResult(case.name, False, "; ".join(tampering))
     pairs = {name: (tensor.cpu().double(), want)
              for (name, (tensor, _, _)), want in zip(outputs.items(), case.expected(inputs))}
-    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()] + problems
-    problems = [p for p in problems if p]
+    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()]
+    problems = [p for p in problems if p] + tampering
     if problems:
         detail = "\n".join(f"expected {name} = {_format(want)}\ngot      {name} = {_format(got)}"
                            for name, (got, want) in pairs.items() if got.numel() <= DETAIL_ELEMENTS)

@@ -48,8 +48,9 @@ def grade_forward(run_fn: Callable, M: int = 64, N: int = 256, eps: float = 1e-6
     elif outcome.value is True:
         result = CaseResult("rms-norm-forward", True, f"{call} returned True")
     else:
+        kind = type(outcome.value)
+        kind = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
         value = textwrap.shorten(repr(outcome.value), 60)
-        result = CaseResult("rms-norm-forward", False, f"{call} returned {value} (a "
-                                                       f"{type(outcome.value).__name__}), not the bool True")
+        result = CaseResult("rms-norm-forward", False, f"{call} returned {value} ({kind}), not the bool True")
     print_fn(result.report())
     return result.passed

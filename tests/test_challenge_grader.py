@@ -1,0 +1,301 @@
+"""The challenge grader: `python -m normkit challenge … --solution FILE`, statements and starters.
+
+Every solution here is a file written to tmp_path and loaded the way a contestant's would be;
+the broken ones are the plain-PyTorch solution with one bad line added.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+from normkit.challenge import CASES, main, perf
+from normkit.challenge.mutants import MUTANTS, plain_solve
+
+PLAIN = """
+import torch
+
+
+def solve(x, weight, dy, dx, dweight, N, C, eps):
+    rstd = torch.rsqrt(x.square().mean(dim=1, keepdim=True) + eps)
+    x_hat = x * rstd
+    g = dy * weight
+    dx.copy_(rstd * (g - x_hat * (g * x_hat).mean(dim=1, keepdim=True)))
+    dweight.copy_((dy * x_hat).sum(dim=0))
+"""
+
+TRITON_BACKWARD = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _backward(x_ptr, weight_ptr, dy_ptr, dx_ptr, partial_ptr, N, C, eps, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # ROWS rows a program; its share of dweight goes to one row of partial, summed by torch.
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    mask = (rows < N) & (cols < C)
+    x = tl.load(x_ptr + rows * C + cols, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + rows * C + cols, mask=mask, other=0.0)
+    weight = tl.load(weight_ptr + cols, mask=cols < C, other=0.0)
+    mean_square = tl.sum(x * x, axis=1)[:, None] / C + eps
+    rstd = 1.0 / tl.sqrt(tl.where(rows < N, mean_square, 1.0))  # padding rows: no 1/0 with eps = 0
+    x_hat = x * rstd
+    g = dy * weight
+    tl.store(dx_ptr + rows * C + cols, rstd * (g - x_hat * tl.sum(g * x_hat, axis=1)[:, None] / C), mask=mask)
+    tl.store(partial_ptr + tl.program_id(0) * C + cols, tl.sum(dy * x_hat, axis=0)[None, :], mask=cols < C)
+
+
+def solve(x, weight, dy, dx, dweight, N, C, eps):
+    block = triton.next_power_of_2(C)
+    rows = triton.next_power_of_2(max(1, 131072 // block))  # big tiles: the interpreter pays per program
+    partial = torch.empty(triton.cdiv(N, rows), C, device=x.device)
+    _backward[(partial.shape[0],)](x, weight, dy, dx, partial, N, C, eps, ROWS=rows, BLOCK=block)
+    dweight.copy_(partial.sum(dim=0))
+"""
+
+TRITON_FORWARD = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _forward(x_ptr, weight_ptr, y_ptr, N, eps, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * N + cols, mask=cols < N, other=0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    weight = tl.load(weight_ptr + cols, mask=cols < N)
+    tl.store(y_ptr + tl.program_id(0) * N + cols, x * rstd * weight, mask=cols < N)
+
+
+def run(M=64, N=256, eps=1e-6):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    generator = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(M, N, generator=generator).to(device), torch.randn(N, generator=generator).to(device)
+    y = torch.empty_like(x)
+    _forward[(M,)](x, weight, y, N, eps, BLOCK=triton.next_power_of_2(N))
+    reference = x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps) * weight
+    return bool(torch.allclose(y, reference, atol=1e-5, rtol=1e-5))
+"""
+
+
+def _file(tmp_path, source: str, name: str = "solution.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def _plain(*lines: str) -> str:
+    """The correct plain-PyTorch solution with `lines` added at the end of solve."""
+    return PLAIN + "".join(f"    {line}\n" for line in lines)
+
+
+def _grade(capsys, *argv: str):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _fails(out: str):
+    return [line for line in out.splitlines() if line.startswith("FAIL ")]
+
+
+# ----------------------------------------------------------------------------- solutions that pass
+@pytest.mark.parametrize("source", [PLAIN, TRITON_BACKWARD], ids=["plain-pytorch", "triton"])
+def test_correct_solution_files_pass_submit(tmp_path, capsys, source):
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, source))
+    assert code == 0, out
+    assert f"{len(CASES)}/{len(CASES)} cases passed" in out and not _fails(out)
+    if not torch.cuda.is_available():
+        assert out.splitlines()[-1] == "SKIP perf-16384x4096: the performance case needs a CUDA GPU"
+
+
+def test_run_action_grades_the_example_only(tmp_path, capsys):
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, PLAIN), "--action", "run")
+    assert code == 0
+    assert out.splitlines() == [out.splitlines()[0], "1/1 cases passed"]
+    assert out.startswith("PASS hand-2x4: ")
+
+
+def test_run_action_prints_expected_and_got(tmp_path, capsys):
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, _plain("dweight.mul_(2)")),
+                          "--action", "run")
+    assert code == 1
+    assert "FAIL hand-2x4: dweight[0]: expected 0.2333333, got 0.4666667" in out
+    assert "    expected dweight = [0.2333333, 1, -0.8, 4.866667]" in out
+    assert "    got      dweight = [0.4666667, 2, -1.6, 9.733334]" in out
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_submit_rejects_mutant_files(tmp_path, capsys, name):
+    source = f"from normkit.challenge.mutants import MUTANTS\n\nsolve = MUTANTS[{name!r}]\n"
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, source))
+    assert code == 1 and _fails(out), f"mutant {name} passed"
+
+
+# ----------------------------------------------------------------------------- solutions that fail
+BROKEN = {  # lines added to the correct solution, and what every failing case must say
+    "resizes dx": ("dx.resize_(1)", "solve replaced or resized its output dx"),
+    "replaces dx's storage": ("dx.set_(dx.clone())", "solve replaced or resized its output dx"),
+    "writes x": ("x.mul_(2)", "solve wrote into its input x"),
+    "writes weight": ("weight.zero_()", "solve wrote into its input weight"),
+    "writes dy": ("dy.add_(1)", "solve wrote into its input dy"),
+    "writes past dx": ("dx.new_empty(0).set_(dx.untyped_storage(), dx.storage_offset() + dx.numel(), (1,)).zero_()",
+                       "solve wrote outside its output dx (1 elements just before or after it changed)"),
+    "returns NaN": ("dx.view(-1)[-1] = float('nan')", "1 elements are NaN"),
+    "leaves 123.0": ("dx[:, -1] = 123.0", "elements left unwritten (still 123.0)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_solution_is_reported(tmp_path, capsys, name):
+    line, message = BROKEN[name]
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, _plain(line)), "--action", "run")
+    assert code == 1
+    assert _fails(out) and message in _fails(out)[0], out
+
+
+CRASHES_ON_ONE_CASE = """
+from normkit.challenge.mutants import plain_solve
+
+
+def helper(C):
+    raise IndexError(f"C={C}")
+
+
+def solve(x, weight, dy, dx, dweight, N, C, eps):
+    if C == 3:
+        helper(C)
+    plain_solve(x, weight, dy, dx, dweight, N, C, eps)
+"""
+
+
+def test_crash_shows_last_frames_and_the_other_cases_still_run(tmp_path, capsys):
+    path = _file(tmp_path, CRASHES_ON_ONE_CASE)
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", path)
+    assert code == 1
+    assert "FAIL single-row-1x3: solve raised IndexError: C=3\n" in out
+    assert f'    File "{path}", line 11, in solve\n        helper(C)\n' in out
+    assert f'    File "{path}", line 6, in helper\n' in out and "    IndexError: C=3\n" in out
+    assert f"{len(CASES) - 1}/{len(CASES)} cases passed" in out
+
+
+def test_hang_is_timed_out_and_the_process_still_exits(tmp_path):
+    # A thread cannot be killed: the grader stops waiting after --timeout and, at the end, the
+    # process exits with the sleeping thread still there.
+    source = "import time\n" + _plain().replace("    rstd = ", "    if C == 1:\n        time.sleep(30)\n    rstd = ", 1)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "normkit", "challenge", "rms-norm-backward",
+                           "--solution", _file(tmp_path, source), "--timeout", "1"],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL one-element-1x1: timed out: solve had not returned after 1 s" in done.stdout
+    assert f"{len(CASES) - 1}/{len(CASES)} cases passed" in done.stdout
+    assert time.perf_counter() - started < 25
+
+
+@pytest.mark.parametrize("source, message", [
+    (None, "no solution file at "),
+    ("def solve(x:\n", "SyntaxError"),
+    ("import no_such_module_for_normkit\n", "ModuleNotFoundError: No module named 'no_such_module_for_normkit'"),
+    ("raise SystemExit(3)\n", "SystemExit: 3"),
+    ("def answer(x, weight, dy, dx, dweight, N, C, eps):\n    pass\n",
+     "does not define solve(x, weight, dy, dx, dweight, N, C, eps)"),
+    ("solve = 3\n", "solve in "),
+], ids=["missing", "syntax-error", "import-error", "system-exit", "no-solve", "solve-not-callable"])
+def test_unloadable_solution_exits_2(tmp_path, capsys, source, message):
+    path = str(tmp_path / "absent.py") if source is None else _file(tmp_path, source)
+    code, out, err = _grade(capsys, "rms-norm-backward", "--solution", path)
+    assert code == 2 and out == ""
+    assert message in err and err.startswith("normkit challenge: ")
+
+
+# ----------------------------------------------------------------------------- rms-norm-forward
+def test_forward_triton_solution_passes(tmp_path, capsys):
+    code, out, _ = _grade(capsys, "rms-norm-forward", "--solution", _file(tmp_path, TRITON_FORWARD))
+    assert code == 0
+    assert out.strip() == "PASS rms-norm-forward: run(M=64, N=256, eps=1e-06) returned True"
+
+
+@pytest.mark.parametrize("returned, shown", [
+    ("1", "returned 1 (int), not the bool True"),
+    ("torch.tensor(True)", "returned tensor(True) (torch.Tensor), not the bool True"),
+    ("None", "returned None (NoneType), not the bool True"),
+    ("False", "returned False (bool), not the bool True"),
+])
+def test_forward_must_return_exactly_true(tmp_path, capsys, returned, shown):
+    source = f"import torch\n\n\ndef run(M, N, eps):\n    return {returned}\n"
+    code, out, _ = _grade(capsys, "rms-norm-forward", "--solution", _file(tmp_path, source))
+    assert code == 1 and shown in out
+
+
+def test_forward_crash_and_missing_run(tmp_path, capsys):
+    code, out, _ = _grade(capsys, "rms-norm-forward", "--solution",
+                          _file(tmp_path, "def run(M, N, eps):\n    return M / 0\n"))
+    assert code == 1 and "raised ZeroDivisionError: division by zero" in out and "return M / 0" in out
+    code, _, err = _grade(capsys, "rms-norm-forward", "--solution", _file(tmp_path, PLAIN))
+    assert code == 2 and "does not define run(M=64, N=256, eps=1e-6) -> bool" in err
+
+
+# ----------------------------------------------------------------------------- performance case
+def test_performance_line_has_bandwidth_and_ratio_to_normkit(monkeypatch):
+    # The GPU timers replaced: a small case on the CPU exercises the check and the report.
+    from normkit.challenge import solve
+
+    monkeypatch.setattr(perf, "N", 8)
+    monkeypatch.setattr(perf, "C", 32)
+    # 3·8·32·4 = 3072 bytes moved: 3.072 µs is 1 GB/s, half of the stub's copy bandwidth.
+    monkeypatch.setattr(perf, "_time", lambda fn, inputs, outputs: (0.003072 if fn is plain_solve else 0.001536, "stub"))
+    monkeypatch.setattr(perf, "copy_bandwidth", lambda: 2e9)
+    lines = []
+    assert perf.run_performance(plain_solve, lines.append, baseline=solve, device="cpu")
+    assert lines == ["PASS perf-16384x4096: 3.1 µs (stub median), 1 GB/s = 50 % of copy bandwidth (2 GB/s), "
+                     "2.00× the time of normkit's kernel (1.5 µs)"]
+    assert not perf.run_performance(MUTANTS["no-projection"], lines.append, device="cpu")
+    assert lines[-1].startswith("FAIL perf-16384x4096: dx[")
+
+
+# ----------------------------------------------------------------------------- list, show, starter
+def test_list_and_show(capsys):
+    code, out, _ = _grade(capsys, "list")
+    assert code == 0 and "rms-norm-forward" in out and "rms-norm-backward" in out
+    code, out, _ = _grade(capsys, "show", "rms-norm-backward")
+    assert code == 0
+    for text in ["rstd    = 1 / sqrt(mean(x²) + eps)", "dx      = rstd · (g − x̂ · mean(g · x̂))",
+                 "dweight = Σ_rows dy · x̂", "def solve(x: torch.Tensor", "C up to 262144", "eps ≥ 0",
+                 "[[36/125, -28/125, 22/125, -6/125],", "dweight = [7/30, 1, -4/5, 73/15]", "123.0",
+                 "atol = rtol = 1e-3", "N = 16384, C = 4096", "ragged-4099x256", "normkit's own kernel"]:
+        assert text in out, text
+    code, out, _ = _grade(capsys, "show", "rms-norm-forward")
+    assert code == 0 and "def run(M: int = 64, N: int = 256, eps: float = 1e-6) -> bool:" in out
+    assert "It sees only the returned bool" in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["show", "rms-norm-sideways"])
+    assert exit_info.value.code == 2
+
+
+def test_starter_is_written_once_and_fails_until_filled_in(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _grade(capsys, "starter", "rms-norm-backward", "--lang", "pytorch")
+    assert code == 0 and out.startswith("wrote solve_rms_norm_backward.py")
+    text = (tmp_path / "solve_rms_norm_backward.py").read_text()
+    assert "def solve(x: torch.Tensor" in text and "import triton" not in text
+    assert sum(line.strip().startswith("#") for line in text.splitlines()) == 1
+    (tmp_path / "solve_rms_norm_backward.py").write_text("mine")
+    code, _, err = _grade(capsys, "starter", "rms-norm-backward")
+    assert code == 2 and "solve_rms_norm_backward.py exists; pass --force" in err
+    assert (tmp_path / "solve_rms_norm_backward.py").read_text() == "mine"
+    assert _grade(capsys, "starter", "rms-norm-backward", "--force")[0] == 0
+    assert "import triton.language as tl" in (tmp_path / "solve_rms_norm_backward.py").read_text()
+    code, out, _ = _grade(capsys, "rms-norm-backward", "--solution", "solve_rms_norm_backward.py", "--action", "run")
+    assert code == 1 and "8 elements left unwritten (still 123.0)" in out
+    code, out, _ = _grade(capsys, "starter", "rms-norm-forward", "--out", "fwd.py")
+    assert code == 0 and "def run(M: int = 64" in (tmp_path / "fwd.py").read_text()
+    code, out, _ = _grade(capsys, "rms-norm-forward", "--solution", "fwd.py")
+    assert code == 1 and "returned None" in out
