@@ -41,8 +41,8 @@ class NormFunction(torch.autograd.Function):
         x_dtype, residual_dtype = ctx.dtypes
         dh, dweight, dbias = ops.norm_bwd(
             h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
-            bias_dtype=bias_dtype,
-            eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+            bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+            x_hat_dtype=x_hat_dtype)
         # h = x + residual: both receive dh (the same tensor when the dtypes agree).
         dx = dh.to(x_dtype)
         dresidual = None if residual_dtype is None else dh.to(residual_dtype)

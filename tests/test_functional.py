@@ -219,6 +219,30 @@ def test_llama_casting_mode_matches_hugging_face_numerics(dtype, device):
     torch.testing.assert_close(wa.grad.double(), rounded, rtol=2e-2, atol=2e-2)
 
 
+def _bf16_as_the_kernel_rounds(t: torch.Tensor, device: str) -> torch.Tensor:
+    """fp32 → bf16 → fp32 the way the kernel's conversion does it: round to nearest even on CUDA,
+    truncation in Triton's CPU interpreter."""
+    t = t.float()
+    if device == "cuda":
+        return t.bfloat16().float()
+    return (t.contiguous().view(torch.int32) & -65536).view(torch.float32)
+
+
+def test_llama_casting_mode_weight_gradient_uses_the_rounded_x_hat(device):
+    """dweight = Σ dy·bf16(x̂) (what LlamaRMSNorm's autograd gives), not Σ dy·x̂: with an fp32
+    weight the two differ far beyond fp32 rounding, so this pins which one the kernel computes."""
+    g = torch.Generator().manual_seed(22)
+    x = torch.randn(512, 64, generator=g).to(device=device, dtype=torch.bfloat16)
+    w = (1 + 0.1 * torch.randn(64, generator=g)).to(device).requires_grad_()
+    dy = torch.randn(512, 64, generator=g).to(device=device, dtype=torch.float32)
+    normkit.rms_norm(x, w, eps=1e-6, casting_mode="llama", out_dtype=torch.float32).backward(dy)
+    x_hat = x.float() * torch.rsqrt(x.float().square().mean(-1, keepdim=True) + 1e-6)
+    rounded = (dy * _bf16_as_the_kernel_rounds(x_hat, device)).double().sum(0)
+    unrounded = (dy * x_hat).double().sum(0)
+    assert (rounded - unrounded).abs().max() > 1e-2  # the test can tell them apart
+    torch.testing.assert_close(w.grad.double().cpu(), rounded.cpu(), rtol=1e-5, atol=1e-4)
+
+
 def test_casting_mode_is_validated(device):
     x, w, _ = make_inputs(2, 8, torch.float32, device)
     with pytest.raises(ValueError, match=r"casting_mode must be one of 'fp32', 'llama', got 'gemma'"):
