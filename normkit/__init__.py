@@ -7,14 +7,16 @@
     out, _, rstd = normkit.rms_norm_fwd(x, weight, store_rstd=True)
     dx, dweight, _, _ = normkit.rms_norm_bwd(x, weight, dout, rstd)  # rstd=None recomputes
     norm = normkit.RMSNorm(4096)                                     # torch.nn.RMSNorm drop-in
+    normkit.patch(model)                     # a model's torch.nn / Hugging Face norms → normkit's
 """
 
 from .functional import layer_norm, rms_norm
 from .lowlevel import layer_norm_bwd, layer_norm_fwd, rms_norm_bwd, rms_norm_fwd
 from .modules import FusedAddRMSNorm, LayerNorm, RMSNorm
+from .integrations import patch
 
 __all__ = [
     "rms_norm", "layer_norm", "rms_norm_fwd", "rms_norm_bwd", "layer_norm_fwd", "layer_norm_bwd",
-    "RMSNorm", "LayerNorm", "FusedAddRMSNorm",
+    "RMSNorm", "LayerNorm", "FusedAddRMSNorm", "patch",
 ]
 __version__ = "0.1.0"

@@ -1,8 +1,9 @@
-"""`python -m normkit [report|bench|challenge] …` — the command line.
+"""`python -m normkit [report|bench|challenge|demo] …` — the command line.
 
 With no sub-command it runs the main job, the verification report (`normkit.report`): on a GPU
 the kernels against a float64 reference plus a timing table; on a CPU the same verification
-through Triton's interpreter on small shapes.
+through Triton's interpreter on small shapes. `demo` trains a tiny LLaMA-style decoder with
+torch's RMSNorm and again after `normkit.patch` and prints both loss curves.
 """
 
 import os
@@ -29,11 +30,13 @@ def main(argv=None) -> int:
         from .bench import main as run
     elif command == "challenge":
         from .challenge import main as run
+    elif command == "demo":
+        from .demo import main as run
     elif command in ("help", "-h", "--help"):
         print(__doc__.strip())
         return 0
     else:
-        print(f"normkit: unknown command {command!r}; expected report, bench or challenge", file=sys.stderr)
+        print(f"normkit: unknown command {command!r}; expected report, bench, challenge or demo", file=sys.stderr)
         return 2
     return run(argv)
 

@@ -1,0 +1,151 @@
+"""`normkit.patch(model)`: run a model's normalisation layers on normkit's kernels, in place.
+
+Each recognised module keeps its identity, Parameters, buffers, hooks and state_dict keys: only
+its class changes, to a subclass of the original that overrides `forward` (so `isinstance` with
+the original class still holds, and an optimizer built before patching keeps working). For
+inputs normkit does not take (an integer tensor, float64 mixed with lower precision, a weight
+that only broadcasts), the patched forward calls the original one.
+
+Recognised (the replacement computes what the original computes, rounding included):
+- `torch.nn.RMSNorm`, `torch.nn.LayerNorm` and subclasses that keep their forward
+  → `normkit.RMSNorm` / `normkit.LayerNorm` semantics (the patched class subclasses those too);
+- Hugging Face-style classes named "…RMSNorm" whose forward is a known one (see `hf.TEMPLATES`:
+  the Llama, Olmo2 and Gemma families and a few variants).
+Other modules named "…RMSNorm"/"…LayerNorm" (unknown code, a subclass with its own forward, a
+forward set on the instance) are left alone and named in one warning.
+"""
+
+import copyreg
+import functools
+import warnings
+from collections import defaultdict
+from typing import Optional, Tuple, Union
+
+import torch
+
+from .. import functional, modules, validation
+from . import hf
+
+_TORCH_NORMS = ((torch.nn.RMSNorm, modules.RMSNorm), (torch.nn.LayerNorm, modules.LayerNorm))
+_NORMKIT_MODULES = (modules.RMSNorm, modules.LayerNorm, modules.FusedAddRMSNorm)
+
+Kind = Union[hf.Recipe, type]  # a Hugging Face recipe, or normkit.RMSNorm / normkit.LayerNorm
+
+
+def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = True) -> int:
+    """Replace, in place, every normalisation module of `model` that normkit reproduces exactly.
+
+    rms_norm / layer_norm: which kinds to replace. Returns how many modules were replaced (0 for
+    a model without norms; already patched modules are not counted again). Modules that look like
+    norms but cannot be reproduced exactly are left alone and reported in one `warnings.warn`.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    replaced, left_alone = 0, defaultdict(list)
+    for name, module in model.named_modules():
+        if hasattr(type(module), "_normkit_original") or isinstance(module, _NORMKIT_MODULES):
+            continue  # already runs on normkit
+        kind, reason = _classify(module, rms_norm, layer_norm)
+        if kind is not None:
+            module.__class__ = _patched_class(type(module), kind)
+            replaced += 1
+        elif reason is not None:
+            left_alone[(type(module).__name__, reason)].append(name or "(the model itself)")
+    if left_alone:
+        warnings.warn(_left_alone_message(left_alone), stacklevel=2)
+    return replaced
+
+
+def _classify(module: torch.nn.Module, rms_norm: bool, layer_norm: bool) -> Tuple[Optional[Kind], Optional[str]]:
+    """(kind, None): patch it; (None, reason): a norm left alone; (None, None): not a norm we handle."""
+    cls = type(module)
+    leaf = next(module.children(), None) is None  # "…RMSNorm" containers (norm + gate) are walked into
+    is_rms = isinstance(module, torch.nn.RMSNorm) or (leaf and cls.__name__.endswith("RMSNorm"))
+    is_layer = isinstance(module, torch.nn.LayerNorm) or (leaf and cls.__name__.endswith("LayerNorm"))
+    if not ((is_rms and rms_norm) or (is_layer and layer_norm)):
+        return None, None
+    if "forward" in vars(module):
+        return None, "forward replaced on the instance"
+    for torch_class, normkit_class in _TORCH_NORMS:
+        if isinstance(module, torch_class):
+            if cls.forward is not torch_class.forward:
+                return None, f"subclass of torch.nn.{torch_class.__name__} with its own forward"
+            return normkit_class, None
+    recipe = hf.recipe_for_class(cls) if is_rms else None
+    if recipe is None:
+        return None, "forward not recognised"
+    missing = recipe.check_attributes(module)
+    return (recipe, None) if missing is None else (None, missing)
+
+
+def _left_alone_message(left_alone) -> str:
+    parts = []
+    for (class_name, reason), names in left_alone.items():
+        shown = ", ".join(map(repr, names[:3])) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
+        parts.append(f"{class_name} at {shown}: {reason}")
+    count = sum(len(names) for names in left_alone.values())
+    return (f"normkit.patch left {count} module(s) alone, since it cannot reproduce them exactly: "
+            + "; ".join(parts))
+
+
+# ----------------------------------------------------------------------------- patched classes
+def _runs_on_normkit(x, *params) -> bool:
+    """Whether normkit takes these tensors (dtypes, devices); otherwise the original forward runs."""
+    if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[-1] == 0:
+        return False
+    for t in (x,) + tuple(p for p in params if p is not None):
+        if (t.dtype not in validation.SUPPORTED_DTYPES or t.device != x.device
+                or (t.dtype == torch.float64) != (x.dtype == torch.float64)):
+            return False
+    return True
+
+
+def _hf_forward(self, x):
+    recipe = self._normkit_kind
+    weight = recipe.weight(self)
+    if not _runs_on_normkit(x, weight) or (weight is not None and weight.shape != x.shape[-1:]):
+        return self._normkit_original.forward(self, x)
+    return functional.rms_norm(x, weight, eps=getattr(self, recipe.eps_attr), casting_mode=recipe.casting_mode,
+                               weight_offset=recipe.weight_offset, out_dtype=recipe.out_dtype(x, weight))
+
+
+def _torch_forward(self, x):
+    if not _runs_on_normkit(x, self.weight, getattr(self, "bias", None)):
+        return self._normkit_original.forward(self, x)
+    return self._normkit_kind.forward(self, x)
+
+
+def _extra_repr(self) -> str:
+    original = self._normkit_original.extra_repr(self)
+    label = self._normkit_kind.name if isinstance(self._normkit_kind, hf.Recipe) else "fp32"
+    return f"{original}, normkit={label}" if original else f"normkit={label}"
+
+
+def _reduce_ex(self, protocol):
+    """Pickle (torch.save(model), copy.deepcopy) through the original class, which is importable."""
+    reduced = object.__reduce_ex__(self, protocol)
+    if reduced[0] is copyreg.__newobj__:
+        return (_new_patched, (self._normkit_original, self._normkit_kind)) + tuple(reduced[2:])
+    return reduced
+
+
+def _new_patched(original: type, kind: Kind):
+    cls = _patched_class(original, kind)
+    return cls.__new__(cls)
+
+
+@functools.lru_cache(maxsize=None)
+def _patched_class(original: type, kind: Kind) -> type:
+    """`original` with normkit's forward: same name, one class per (original, kind)."""
+    if isinstance(kind, hf.Recipe):
+        bases, forward = (original,), _hf_forward
+    else:  # torch.nn.RMSNorm → normkit.RMSNorm; a subclass of it → (subclass, normkit.RMSNorm)
+        torch_class = kind.__bases__[0]
+        bases, forward = ((kind,) if original is torch_class else (original, kind)), _torch_forward
+    namespace = {
+        "forward": forward, "extra_repr": _extra_repr, "__reduce_ex__": _reduce_ex,
+        "_normkit_original": original, "_normkit_kind": kind,
+        "__module__": __name__, "__qualname__": original.__qualname__,
+        "__doc__": f"{original.__qualname__} running on normkit's kernels (made by normkit.patch).",
+    }
+    return type(original.__name__, bases, namespace)
