@@ -167,34 +167,46 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
 
 # ----------------------------------------------------------------------------- custom ops
 # Custom ops cannot return None or alias an input: an empty tensor stands for "not produced".
+# Eager calls skip both the dispatcher and these placeholders (host time): see norm_fwd/norm_bwd.
 def _empty(x: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.empty((0,), dtype=dtype, device=x.device)
 
 
-def _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype):
-    """Allocate (out, residual_out, mean, rstd) — shared by the op and its fake implementation."""
+def _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype):
+    """Allocate (out, residual_out, mean, rstd), None for what is not produced."""
     m = x.shape[0]
     out = torch.empty(x.shape, dtype=out_dtype or x.dtype, device=x.device)
     res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
     store_residual = residual is not None or res_dtype != x.dtype
-    residual_out = torch.empty(x.shape, dtype=res_dtype, device=x.device) if store_residual else _empty(x, x.dtype)
+    residual_out = torch.empty(x.shape, dtype=res_dtype, device=x.device) if store_residual else None
     sdt = stats_dtype(x.dtype)
-    rstd = torch.empty((m,), dtype=sdt, device=x.device) if store_stats else _empty(x, sdt)
-    mean = torch.empty((m,), dtype=sdt, device=x.device) if store_stats and not is_rms_norm else _empty(x, sdt)
+    rstd = torch.empty((m,), dtype=sdt, device=x.device) if store_stats else None
+    mean = torch.empty((m,), dtype=sdt, device=x.device) if store_stats and not is_rms_norm else None
     return out, residual_out, mean, rstd
+
+
+def _fwd_placeholders(x, outputs):
+    out, residual_out, mean, rstd = outputs
+    sdt = stats_dtype(x.dtype)
+    return (out, _empty(x, x.dtype) if residual_out is None else residual_out,
+            _empty(x, sdt) if mean is None else mean, _empty(x, sdt) if rstd is None else rstd)
+
+
+def _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
+             x_hat_dtype):
+    outputs = _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
+    out, residual_out, mean, rstd = outputs
+    launch_fwd(x, out, weight=weight, bias=bias, residual=residual, residual_out=residual_out, mean=mean,
+               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
+    return outputs
 
 
 def _norm_fwd_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor],
                    eps: float, weight_offset: float, is_rms_norm: bool, store_stats: bool,
                    out_dtype: Optional[torch.dtype], residual_dtype: Optional[torch.dtype],
                    x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    out, residual_out, mean, rstd = _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats,
-                                                 out_dtype, residual_dtype)
-    launch_fwd(x, out, weight=weight, bias=bias, residual=residual,
-               residual_out=residual_out if residual_out.dim() == 2 else None,
-               mean=mean if mean.numel() else None, rstd=rstd if store_stats else None,
-               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
-    return out, residual_out, mean, rstd
+    return _fwd_placeholders(x, _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats,
+                                         out_dtype, residual_dtype, x_hat_dtype))
 
 
 _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, mutates_args=())
@@ -203,26 +215,38 @@ _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, muta
 @_norm_fwd_op.register_fake
 def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
       x_hat_dtype):
-    return _fwd_outputs(x, weight, bias, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
+    return _fwd_placeholders(x, _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype))
 
 
 def _bwd_outputs(x, weight, bias_shape, bias_dtype):
-    """Allocate (dx, dweight, dbias): dweight like weight, dbias of bias_shape in bias_dtype."""
+    """Allocate (dx, dweight, dbias), None for what is not produced: dweight like weight, dbias of
+    bias_shape in bias_dtype."""
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    dweight = torch.empty(weight.shape, dtype=weight.dtype, device=x.device) if weight is not None else _empty(x, x.dtype)
-    dbias = torch.empty(bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else _empty(x, x.dtype)
+    dweight = torch.empty(weight.shape, dtype=weight.dtype, device=x.device) if weight is not None else None
+    dbias = torch.empty(bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
     return dx, dweight, dbias
+
+
+def _bwd_placeholders(x, outputs):
+    dx, dweight, dbias = outputs
+    return dx, _empty(x, x.dtype) if dweight is None else dweight, _empty(x, x.dtype) if dbias is None else dbias
+
+
+def _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
+             x_hat_dtype):
+    outputs = _bwd_outputs(x, weight, bias_shape, bias_dtype)
+    dx, dweight, dbias = outputs
+    launch_bwd(x, dout, dx, weight=weight, dweight=dweight, dbias=dbias, dresidual_out=dresidual_out, mean=mean,
+               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
+    return outputs
 
 
 def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
                    rstd: Optional[Tensor], dresidual_out: Optional[Tensor], bias_shape: Optional[List[int]],
                    bias_dtype: Optional[torch.dtype], eps: float, weight_offset: float, is_rms_norm: bool,
                    x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor]:
-    dx, dweight, dbias = _bwd_outputs(x, weight, bias_shape, bias_dtype)
-    launch_bwd(x, dout, dx, weight=weight, dweight=dweight if weight is not None else None,
-               dbias=dbias if bias_dtype is not None else None, dresidual_out=dresidual_out, mean=mean, rstd=rstd,
-               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
-    return dx, dweight, dbias
+    return _bwd_placeholders(x, _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps,
+                                         weight_offset, is_rms_norm, x_hat_dtype))
 
 
 _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, mutates_args=())
@@ -231,7 +255,7 @@ _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, muta
 @_norm_bwd_op.register_fake
 def _(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
       x_hat_dtype):
-    return _bwd_outputs(x, weight, bias_shape, bias_dtype)
+    return _bwd_placeholders(x, _bwd_outputs(x, weight, bias_shape, bias_dtype))
 
 
 def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor], *,
@@ -244,10 +268,9 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
     torch.compile the registered op is what gets traced."""
     args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
             x_hat_dtype)
-    if torch.compiler.is_compiling():
-        out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
-    else:
-        out, residual_out, mean, rstd = _norm_fwd_impl(*args)
+    if not torch.compiler.is_compiling():
+        return _run_fwd(*args)
+    out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
     return (out, residual_out if residual_out.dim() == 2 else None,
             mean if store_stats and not is_rms_norm else None, rstd if store_stats else None)
 
@@ -261,8 +284,7 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optiona
     dbias (of bias_shape, (N,) or per-head (H, N), in bias_dtype) is computed when bias_dtype is given."""
     args = (x, weight, dout, mean, rstd, dresidual_out, None if bias_dtype is None else list(bias_shape),
             bias_dtype, eps, weight_offset, is_rms_norm, x_hat_dtype)
-    if torch.compiler.is_compiling():
-        dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
-    else:
-        dx, dweight, dbias = _norm_bwd_impl(*args)
+    if not torch.compiler.is_compiling():
+        return _run_bwd(*args)
+    dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
     return dx, (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)
