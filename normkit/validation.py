@@ -53,9 +53,17 @@ def check_dtype_arg(name: str, dtype) -> None:
         raise TypeError(f"{name} must be None or one of {_DTYPE_NAMES}, got {dtype}")
 
 
+def _is_dtensor(t) -> bool:
+    dtensor = getattr(getattr(torch.distributed, "tensor", None), "DTensor", None)
+    return dtensor is not None and isinstance(t, dtensor)
+
+
 def check_x(x) -> int:
     """x must be a floating tensor of shape (..., N) with N ≥ 1; returns N."""
     check_float_tensor("x", x)
+    if _is_dtensor(x):
+        raise TypeError("x is a DTensor: call normkit.distributed.rms_norm / layer_norm, which normalise each "
+                        f"rank's rows and reduce the parameter gradients (placements {tuple(x.placements)})")
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension (..., N), got a 0-d tensor")
     if x.shape[-1] == 0:

@@ -1,0 +1,210 @@
+"""normkit under torch.distributed, on CPU: 2 gloo processes, kernels through Triton's interpreter.
+
+One spawn runs every scenario (starting processes and importing triton dominates the runtime);
+each test then checks that scenario's outcome on both ranks against a single-process run:
+  ddp      DistributedDataParallel, a tiny patched LLaMA-style model, 3 SGD steps
+  fsdp2    torch.distributed.fsdp.fully_shard, the same model and steps
+  dtensor  normkit.distributed.rms_norm / layer_norm on Shard(0) / Shard(1) DTensors of (B, S, N)
+  rejects  a DTensor sharded along the normalised dimension raises ValueError
+"""
+
+import datetime
+import json
+import os
+import traceback
+
+import pytest
+import torch
+
+# The NVLink-multicast switches stay off wherever this launcher runs (they are no-ops on CPU).
+LAUNCH_ENV = {"TRITON_INTERPRET": "1", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+              "NVSHMEM_DISABLE_NVLS": "1"}
+WORLD_SIZE = 2
+STEPS = 3
+ATOL = 1e-6  # fp32 rounding: the ranks sum the gradients in another order than one process does
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+                                reason="torch.distributed with the gloo backend is not available")
+
+
+# ----------------------------------------------------------------------------- training scenarios
+def _model_and_data():
+    from normkit.demo import DemoConfig, TinyLlama, batches
+
+    import normkit
+
+    config = DemoConfig(hidden=32, layers=1, heads=2, vocab=64, seq=16, batch=2 * WORLD_SIZE, steps=STEPS)
+    torch.manual_seed(0)
+    model = TinyLlama(config.vocab, config.hidden, config.layers, config.heads)
+    assert normkit.patch(model) == 3
+    return model, batches(config)
+
+
+def _train(model, data, shard=None):
+    from normkit.demo import loss_fn
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for tokens in data:
+        loss = loss_fn(model, tokens if shard is None else tokens.chunk(WORLD_SIZE)[shard])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+
+def _reference_parameters():
+    model, data = _model_and_data()
+    _train(model, data)
+    return {name: p.detach() for name, p in model.named_parameters()}
+
+
+def _compare(parameters, reference):
+    assert parameters.keys() == reference.keys()
+    for name, p in parameters.items():
+        torch.testing.assert_close(p, reference[name], atol=ATOL, rtol=0, msg=lambda m: f"{name}: {m}")
+
+
+def scenario_ddp(rank, mesh, reference):
+    from torch.nn.parallel import DistributedDataParallel
+
+    model, data = _model_and_data()
+    ddp = DistributedDataParallel(model)
+    _train(ddp, data, shard=rank)
+    _compare({name: p.detach() for name, p in model.named_parameters()}, reference)
+
+
+def scenario_fsdp2(rank, mesh, reference):
+    from torch.distributed.fsdp import fully_shard
+
+    model, data = _model_and_data()
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    _train(model, data, shard=rank)
+    _compare({name: p.full_tensor().detach() for name, p in model.named_parameters()}, reference)
+
+
+# ----------------------------------------------------------------------------- DTensor scenarios
+def _dtensor_case(mesh, norm, placement, with_bias, with_residual):
+    from torch.distributed.tensor import Replicate, distribute_tensor
+    from torch.distributed.tensor.debug import CommDebugMode
+
+    import normkit
+    import normkit.distributed as nd
+
+    g = torch.Generator().manual_seed(1)
+    x, residual, dy = (torch.randn(2, 6, 32, generator=g) for _ in range(3))  # (B, S, N), S uneven over 4
+    weight, bias = 1 + 0.1 * torch.randn(32, generator=g), 0.1 * torch.randn(32, generator=g)
+    params = (weight, bias) if with_bias else (weight,)
+    prenorm = {"residual": residual, "prenorm": True} if with_residual else {}
+
+    leaves = [t.clone().requires_grad_() for t in (x, *params)]
+    ref = getattr(normkit, norm)(leaves[0], *leaves[1:], **prenorm)
+    ref_y = ref[0] if with_residual else ref
+    ref_y.backward(dy)
+
+    def shard(t):
+        return distribute_tensor(t, mesh, [placement])
+
+    x_d = shard(x).requires_grad_()
+    params_d = [distribute_tensor(p, mesh, [Replicate()]).requires_grad_() for p in params]
+    prenorm_d = {"residual": shard(residual), "prenorm": True} if with_residual else {}
+    with CommDebugMode() as forward_comms:
+        out = getattr(nd, norm)(x_d, *params_d, **prenorm_d)
+    y = out[0] if with_residual else out
+    assert forward_comms.get_total_counts() == 0, forward_comms.get_comm_counts()  # no gather
+    assert tuple(y.placements) == (placement,) and y.to_local().shape == x_d.to_local().shape
+    dy_d = shard(dy)
+    with CommDebugMode() as backward_comms:
+        y.backward(dy_d)
+    assert backward_comms.get_total_counts() == len(params), backward_comms.get_comm_counts()  # one all-reduce each
+
+    torch.testing.assert_close(y.full_tensor(), ref_y, atol=1e-5, rtol=1e-5)
+    if with_residual:
+        torch.testing.assert_close(out[1].full_tensor(), ref[1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(x_d.grad.full_tensor(), leaves[0].grad, atol=1e-5, rtol=1e-5)
+    for p_d, p in zip(params_d, leaves[1:]):
+        assert all(isinstance(q, Replicate) for q in p_d.grad.placements), p_d.grad.placements
+        torch.testing.assert_close(p_d.grad.to_local(), p.grad, atol=1e-5, rtol=1e-5)
+
+
+def scenario_dtensor(rank, mesh, reference):
+    from torch.distributed.tensor import Shard
+
+    for placement in (Shard(0), Shard(1)):
+        _dtensor_case(mesh, "rms_norm", placement, with_bias=False, with_residual=False)
+        _dtensor_case(mesh, "rms_norm", placement, with_bias=False, with_residual=True)
+        _dtensor_case(mesh, "layer_norm", placement, with_bias=True, with_residual=False)
+
+
+def scenario_rejects(rank, mesh, reference):
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+
+    import normkit.distributed as nd
+
+    x = torch.randn(2, 4, 32)
+    weight = distribute_tensor(torch.ones(32), mesh, [Replicate()])
+    for placement in (Shard(2), Shard(-1)):
+        with pytest.raises(ValueError, match="reduces over"):
+            nd.rms_norm(distribute_tensor(x, mesh, [placement]), weight)
+    with pytest.raises(ValueError, match="Partial"):
+        nd.rms_norm(DTensor.from_local(x, mesh, [Partial()]), weight)
+    with pytest.raises(ValueError, match="Replicate on every mesh dimension"):
+        nd.layer_norm(distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(torch.ones(32), mesh, [Shard(0)]))
+    import normkit  # the plain entry points point to normkit.distributed instead of failing obscurely
+    with pytest.raises(TypeError, match="x is a DTensor: call normkit.distributed"):
+        normkit.rms_norm(distribute_tensor(x, mesh, [Shard(1)]), weight.to_local())
+    with pytest.raises(TypeError, match="x is a DTensor"):
+        normkit.RMSNorm(32)(distribute_tensor(x, mesh, [Shard(1)]))
+
+
+SCENARIOS = {"ddp": scenario_ddp, "fsdp2": scenario_fsdp2, "dtensor": scenario_dtensor, "rejects": scenario_rejects}
+
+
+# ----------------------------------------------------------------------------- launcher
+def _worker(rank, store_path, result_dir):
+    os.environ.update(LAUNCH_ENV)  # before triton / normkit are imported in this process
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    store = dist.FileStore(store_path, WORLD_SIZE)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=WORLD_SIZE,
+                            timeout=datetime.timedelta(seconds=60))
+    results = {}
+    try:
+        mesh = init_device_mesh("cpu", (WORLD_SIZE,))
+        reference = _reference_parameters()
+        for name, scenario in SCENARIOS.items():
+            try:
+                scenario(rank, mesh, reference)
+                results[name] = "ok"
+            except Exception:
+                results[name] = traceback.format_exc()
+            dist.barrier()
+    finally:
+        with open(os.path.join(result_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(results, f)
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    import torch.multiprocessing as mp
+
+    directory = tmp_path_factory.mktemp("distributed")
+    saved = {k: os.environ.get(k) for k in LAUNCH_ENV}
+    os.environ.update(LAUNCH_ENV)  # spawned children inherit it
+    try:
+        mp.spawn(_worker, args=(str(directory / "store"), str(directory)), nprocs=WORLD_SIZE, join=True)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    return [json.loads((directory / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_matches_single_process(outcomes, name):
+    for rank, results in enumerate(outcomes):
+        assert results.get(name) == "ok", f"rank {rank}, {name}:\n{results.get(name)}"
