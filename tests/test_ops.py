@@ -13,6 +13,19 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 SHAPES = [(1, 1), (3, 7), (64, 256), (5, 1000), (2, 70000)]
 
 
+def _check_fwd_bwd(x, w, dy, dtype, *, recompute=False):
+    """y from rms_norm_fwd, then dx and dweight from rms_norm_bwd (with the saved rstd, or
+    recomputing it), each against float64; returns the forward's rstd."""
+    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
+    assert out.shape == x.shape and rstd.shape == (x.numel() // x.shape[-1],)
+    assert_matches(out, ref_fwd(x, w, 1e-6)[0], dtype, "y")
+    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, None if recompute else rstd)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, dtype, "dx")
+    assert_matches(dweight, dw_ref, dtype, "dweight")
+    return rstd
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n", SHAPES)
 def test_forward_matches_float64(m, n, dtype, device):
@@ -86,13 +99,8 @@ def test_zero_rows(shape, device):
 def test_three_dim_input(device):
     x, w, dy = make_inputs(24, 96, torch.bfloat16, device, seed=4)
     x3, dy3 = x.view(2, 12, 96), dy.view(2, 12, 96)
-    out, _, rstd = normkit.rms_norm_fwd(x3, w, store_rstd=True)
-    assert out.shape == (2, 12, 96) and rstd.shape == (24,)
-    assert_matches(out, ref_fwd(x3, w, 1e-6)[0], torch.bfloat16)
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x3, w, dy3, rstd)
-    dx_ref, dw_ref = ref_bwd(x3, w, dy3, 1e-6)
-    assert_matches(dx, dx_ref, torch.bfloat16)
-    assert_matches(dweight, dw_ref, torch.bfloat16)
+    rstd = _check_fwd_bwd(x3, w, dy3, torch.bfloat16)
+    assert rstd.shape == (24,)
 
 
 def _strided_inputs(kind, device):
@@ -110,24 +118,14 @@ def _strided_inputs(kind, device):
 def test_non_contiguous_inputs(kind, device):
     x, w, dy = _strided_inputs(kind, device)
     assert not (x.is_contiguous() and dy.is_contiguous())
-    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
-    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float32, "y")
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, rstd)
-    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
-    assert_matches(dx, dx_ref, torch.float32, "dx")
-    assert_matches(dweight, dw_ref, torch.float32, "dweight")
+    _check_fwd_bwd(x, w, dy, torch.float32)
 
 
 def test_fp16_large_magnitude_does_not_overflow(device):
     """|x| in the hundreds: x² overflows fp16 (max 65504) unless statistics are fp32."""
     x, w, dy = make_inputs(8, 512, torch.float16, device, seed=6)
     x = (x.float() * 300).half()
-    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
-    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float16)
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, None)
-    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
-    assert_matches(dx, dx_ref, torch.float16, "dx")
-    assert_matches(dweight, dw_ref, torch.float16, "dweight")
+    _check_fwd_bwd(x, w, dy, torch.float16, recompute=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -189,12 +187,7 @@ def test_offsets_beyond_int32(device):
     x.copy_(torch.randn(m, n, generator=g))
     w = torch.randn(n, generator=g).half().to(device)
     dy = torch.randn(m, n, generator=g).half().to(device)
-    out, _, rstd = normkit.rms_norm_fwd(x, w, store_rstd=True)
-    assert_matches(out, ref_fwd(x, w, 1e-6)[0], torch.float16, "y")
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x, w, dy, rstd)
-    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
-    assert_matches(dx, dx_ref, torch.float16, "dx")
-    assert_matches(dweight, dw_ref, torch.float16, "dweight")
+    _check_fwd_bwd(x, w, dy, torch.float16)
 
 
 def test_non_contiguous_weight_and_rstd(device):
