@@ -8,6 +8,9 @@ copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
   dx*, dweight*    rms_norm_bwd(x, weight, dy, None)        rstd recomputed in the kernel
   autograd         rms_norm(x, weight) + torch.autograd.grad: the worst of its y, dx, dweight
 
+and the same through layer_norm_fwd/bwd for the "layer norm" cases (with a bias, whose dbias
+counts in the verdict) and with a residual (the fused pre-norm path) for the "residual" cases.
+
 An output passes when it is finite and its error is within the tolerance of its own dtype:
 
   bf16 1e-2   rounding the output alone costs ~1.7e-3 (3.3e-3 in Triton's CPU interpreter,
@@ -45,7 +48,9 @@ COLUMNS = ("y", "rstd", "dx", "dweight", "dx*", "dweight*", "autograd")
 @dataclass(frozen=True)
 class Case:
     shape: Tuple[int, ...]
-    layout: str = "contiguous"  # "contiguous", "strided" (column stride 2) or "no weight"
+    # "contiguous", "strided" (column stride 2), "no weight", "layer norm" (LayerNorm with weight
+    # and bias) or "residual" (RMSNorm of x + residual, the fused pre-norm path)
+    layout: str = "contiguous"
 
     @property
     def label(self) -> str:
@@ -54,14 +59,16 @@ class Case:
 
 
 _SMALL = [Case((1, 1)), Case((3, 7)), Case((64, 256)), Case((2, 3, 40)),
-          Case((12, 96), "strided"), Case((64, 256), "no weight")]
+          Case((12, 96), "strided"), Case((64, 256), "no weight"), Case((33, 300), "layer norm"),
+          Case((2, 16, 200), "residual")]
 _CPU_MORE = [Case((4, 5000)), Case((2, 70000))]  # 70000 > the interpreter's 65536-wide tile
 # GPU: every tile rule of normkit.config — stacked rows (128, 768), whole rows (2048 … 12000),
 # the backward's column tiles past 16384 (20000, 40000), the forward's past 32768 (40000, 70000,
 # 262144); QK-norm rows; large M.
 _GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 12000)),
              Case((300, 20000)), Case((100, 40000)), Case((65537, 128)), Case((4, 33, 768)),
-             Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144))]
+             Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144)),
+             Case((4096, 4096), "layer norm"), Case((4096, 4096), "residual"), Case((64, 70000), "layer norm")]
 BENCH_GRID = [(torch.bfloat16, 4096, 2048), (torch.bfloat16, 16384, 4096),
               (torch.float32, 16384, 4096)]
 
@@ -75,25 +82,50 @@ def grid(on_gpu: bool, quick: bool) -> List[Tuple[Case, torch.dtype]]:
     return [(case, dtype) for case in cases for dtype in DTYPES]
 
 
+def _family_inputs(case: Case, x: torch.Tensor, weight, seed: int):
+    """(bias, residual) for the "layer norm" (weight and bias) and "residual" (pre-norm) cases."""
+    gen = torch.Generator(device=x.device).manual_seed(seed + 7919)
+    randn = lambda *size: torch.randn(*size, generator=gen, device=x.device)  # noqa: E731
+    bias = (0.1 * randn(x.shape[-1])).to(x.dtype) if case.layout == "layer norm" else None
+    residual = randn(*x.shape).to(x.dtype) if case.layout == "residual" else None
+    return bias, residual
+
+
 def check(case: Case, dtype: torch.dtype, device: torch.device, seed: int) -> Dict[str, float]:
-    """Errors of every output of one case (NaN for an output that is not finite)."""
+    """Errors of every output of one case (NaN for an output that is not finite).
+
+    The low-level forward, the backward with saved and with recomputed statistics, and autograd.
+    With a residual the backward's input is residual_out = x + residual, and dx is the gradient
+    of x and of the residual alike.
+    """
     import normkit
 
     layout = "strided" if case.layout == "strided" else "contiguous"
     x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout=layout,
                                 with_weight=case.layout != "no weight")
-    y, _, rstd = normkit.rms_norm_fwd(x, weight, eps=EPS, store_rstd=True)
-    dx, dweight, _, _ = normkit.rms_norm_bwd(x, weight, dy, rstd, eps=EPS)
-    dx_r, dweight_r, _, _ = normkit.rms_norm_bwd(x, weight, dy, None, eps=EPS)
+    bias, residual = _family_inputs(case, x, weight, seed)
+    rms = case.layout != "layer norm"
+    has = dict(has_bias=bias is not None, has_residual=residual is not None)
+    if rms:
+        y, h, rstd = normkit.rms_norm_fwd(x, weight, bias, residual, eps=EPS, store_rstd=True)
+        dx, dweight, dbias, _ = normkit.rms_norm_bwd(h, weight, dy, rstd, eps=EPS, **has)
+        dx_r, dweight_r, _, _ = normkit.rms_norm_bwd(h, weight, dy, None, eps=EPS, **has)
+    else:
+        y, h, mean, rstd = normkit.layer_norm_fwd(x, weight, bias, residual, eps=EPS, store_rstd=True)
+        dx, dweight, dbias, _ = normkit.layer_norm_bwd(h, weight, dy, mean, rstd, eps=EPS, **has)
+        dx_r, dweight_r, _, _ = normkit.layer_norm_bwd(h, weight, dy, None, None, eps=EPS, **has)
     leaves = [x.detach().requires_grad_()] + ([weight.detach().requires_grad_()] if weight is not None else [])
-    y_a = normkit.rms_norm(leaves[0], leaves[1] if weight is not None else None, eps=EPS)
+    norm = normkit.rms_norm if rms else normkit.layer_norm
+    y_a = norm(leaves[0], leaves[1] if weight is not None else None, bias, residual, eps=EPS)
     grads = torch.autograd.grad(y_a, leaves, dy)
     outputs = {"y": ("y", y), "rstd": ("rstd", rstd), "dx": ("dx", dx), "dx*": ("dx", dx_r),
                "autograd y": ("y", y_a.detach()), "autograd dx": ("dx", grads[0])}
     if weight is not None:
         outputs.update({"dweight": ("dweight", dweight), "dweight*": ("dweight", dweight_r),
                         "autograd dweight": ("dweight", grads[1])})
-    errors = float64_errors(x, weight, dy, EPS, outputs)
+    if bias is not None:
+        outputs["dbias"] = ("dbias", dbias)
+    errors = float64_errors(x, weight, dy, EPS, outputs, bias=bias, residual=residual, is_rms_norm=rms)
     tolerances = {label: TOLERANCE[t.dtype] for label, (_, t) in outputs.items()}
     return {label: (errors[label], tolerances[label]) for label in outputs}
 

@@ -37,8 +37,8 @@ def tiny_grid(monkeypatch):
 def test_report_fails_when_dx_is_wrong(monkeypatch, capsys, tiny_grid):
     real = normkit.rms_norm_bwd
 
-    def perturbed(x, weight, dout, rstd=None, *, eps=1e-6):
-        dx, dweight, dbias, dresidual = real(x, weight, dout, rstd, eps=eps)
+    def perturbed(*args, **kwargs):
+        dx, dweight, dbias, dresidual = real(*args, **kwargs)
         return dx * 1.05, dweight, dbias, dresidual
 
     monkeypatch.setattr(normkit, "rms_norm_bwd", perturbed)
@@ -47,15 +47,34 @@ def test_report_fails_when_dx_is_wrong(monkeypatch, capsys, tiny_grid):
     assert "FAIL" in out and " !" in out
 
 
+def test_report_checks_layer_norm_and_residual_cases(monkeypatch, capsys):
+    """The LayerNorm and pre-norm cases pass as they are, and a wrong dbias fails its row."""
+    cases = [(report.Case((5, 48), "layer norm"), torch.float32), (report.Case((2, 3, 40), "residual"), torch.float32)]
+    monkeypatch.setattr(report, "grid", lambda on_gpu, quick: cases)
+    assert report.main(["--quick", "--no-bench"]) == 0
+    real = normkit.layer_norm_bwd
+
+    def wrong_dbias(*args, **kwargs):
+        dx, dweight, dbias, dresidual = real(*args, **kwargs)
+        return dx, dweight, dbias * 1.05, dresidual
+
+    monkeypatch.setattr(normkit, "layer_norm_bwd", wrong_dbias)
+    capsys.readouterr()
+    assert report.main(["--quick", "--no-bench"]) == 1
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.rstrip().endswith(("PASS", "FAIL"))]
+    assert any("layer norm" in r and r.rstrip().endswith("FAIL") for r in rows)
+    assert any("residual" in r and r.rstrip().endswith("PASS") for r in rows)
+
+
 def test_report_fails_on_nan_and_on_crash(monkeypatch, capsys, tiny_grid):
     real = normkit.rms_norm_fwd
     calls = []
 
-    def broken(x, weight=None, *, eps=1e-6, store_rstd=False):
+    def broken(x, *args, **kwargs):
         calls.append(x.dtype)
         if x.dtype == torch.float16:
             raise RuntimeError("kernel exploded")
-        out, residual_out, rstd = real(x, weight, eps=eps, store_rstd=store_rstd)
+        out, residual_out, rstd = real(x, *args, **kwargs)
         return out.clone().fill_(math.nan), residual_out, rstd
 
     monkeypatch.setattr(normkit, "rms_norm_fwd", broken)
