@@ -26,9 +26,10 @@ class NormFunction(torch.autograd.Function):
             store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
         h = x if residual_out is None else residual_out
         ctx.save_for_backward(h, weight, mean, rstd)
-        ctx.config = (eps, weight_offset, is_rms_norm, x_hat_dtype)
-        ctx.bias_meta = (None, None) if bias is None else (bias.shape, bias.dtype)
-        ctx.dtypes = (x.dtype, None if residual is None else residual.dtype)
+        # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and
+        # dtype, x's and the residual's dtypes
+        ctx.meta = (eps, weight_offset, is_rms_norm, x_hat_dtype, None if bias is None else bias.shape,
+                    None if bias is None else bias.dtype, x.dtype, None if residual is None else residual.dtype)
         if prenorm:
             return out, h
         return out
@@ -36,19 +37,33 @@ class NormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, dresidual_out=None):
         h, weight, mean, rstd = ctx.saved_tensors
-        eps, weight_offset, is_rms_norm, x_hat_dtype = ctx.config
-        bias_shape, bias_dtype = ctx.bias_meta
-        x_dtype, residual_dtype = ctx.dtypes
+        eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta
         dh, dweight, dbias = ops.norm_bwd(
             h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
             bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
             x_hat_dtype=x_hat_dtype)
         # h = x + residual: both receive dh (the same tensor when the dtypes agree).
-        dx = dh.to(x_dtype)
-        dresidual = None if residual_dtype is None else dh.to(residual_dtype)
+        dx = dh if dh.dtype == x_dtype else dh.to(x_dtype)
+        dresidual = None if residual_dtype is None else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
         needs = ctx.needs_input_grad
         return (dx if needs[0] else None, dweight if needs[1] else None, dbias if needs[2] else None,
                 dresidual if needs[3] else None, None, None, None, None, None, None, None)
+
+
+# Function.apply without its Python wrapper (host time): the wrapper only unwraps dead functorch
+# wrappers (done here for the four tensor arguments) and handles functorch transforms and
+# torch.compile, for which `_norm_apply` still calls NormFunction.apply itself.
+_apply_c = super(torch.autograd.Function, NormFunction).apply
+_transforms_active = torch._C._are_functorch_transforms_active
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
+def _norm_apply(x, weight, bias, residual, *rest):
+    if torch.compiler.is_compiling() or _transforms_active():  # (dynamo folds is_compiling first)
+        return NormFunction.apply(x, weight, bias, residual, *rest)
+    return _apply_c(_unwrap_if_dead(x), None if weight is None else _unwrap_if_dead(weight),
+                    None if bias is None else _unwrap_if_dead(bias),
+                    None if residual is None else _unwrap_if_dead(residual), *rest)
 
 
 def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype,
@@ -58,11 +73,15 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
     validation.check_casting_mode(casting_mode)
     if prenorm and residual is None:
         raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
+    flat = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     n = x.shape[-1]
-    outputs = NormFunction.apply(
-        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n), eps,
+    outputs = _norm_apply(
+        x if flat else x.reshape(-1, n), weight, bias,
+        None if residual is None else residual if flat else residual.reshape(-1, n), eps,
         float(weight_offset), is_rms_norm, out_dtype, residual_dtype, bool(prenorm),
         x.dtype if casting_mode == "llama" else None)
+    if flat:
+        return outputs
     if prenorm:
         return outputs[0].view(x.shape), outputs[1].view(x.shape)
     return outputs.view(x.shape)

@@ -18,6 +18,11 @@ def _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_s
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                out_dtype=out_dtype, residual_dtype=residual_dtype)
     n = x.shape[-1]
+    if x.dim() == 2:  # already (M, N): no reshape in, no view out (host time)
+        out, residual_out, mean, rstd = ops.norm_fwd(
+            x, weight, bias, residual, eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm,
+            store_stats=bool(store_stats), out_dtype=out_dtype, residual_dtype=residual_dtype)
+        return out, x if residual_out is None else residual_out, mean, rstd
     out, residual_out, mean, rstd = ops.norm_fwd(
         x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n),
         eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm,
@@ -31,12 +36,14 @@ def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual
     eps = validation.check_bwd(x, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out,
                                eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
     n = x.shape[-1]
-    flat = lambda t: None if t is None else t.reshape(-1, n)  # noqa: E731
+    two_d = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
+    flat = lambda t: t if t is None or two_d else t.reshape(-1, n)  # noqa: E731
     bias_dtype = (weight.dtype if weight is not None else x.dtype) if has_bias else None
     dx, dweight, dbias = ops.norm_bwd(
         flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
         bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm)
-    dx = dx.view(x.shape)
+    if not two_d:
+        dx = dx.view(x.shape)
     # h = x + residual: both get the same gradient, returned as the same tensor, not written twice.
     return dx, dweight, dbias, (dx if has_residual else None)
 

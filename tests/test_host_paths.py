@@ -1,0 +1,116 @@
+"""Host fast paths behave exactly like the paths they shortcut.
+
+* `validation.check_fwd` first asks `_fwd_passes` whether every check would pass; over a grid of
+  valid and invalid arguments its answer (returned eps, or exception type and message) must equal
+  that of the checks run one by one.
+* `functional` calls NormFunction through the C-level apply and skips reshape/view for 2-D
+  inputs: same values, gradients, output shapes and autograd errors as `NormFunction.apply`.
+"""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+import normkit
+from normkit import functional, validation
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - the outcome is what is compared
+        return (type(exc), str(exc))
+
+
+def _slow_check_fwd(monkeypatch, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(validation, "_fwd_passes", lambda *a: False)
+        return _outcome(lambda: validation.check_fwd(*args, **kwargs))
+
+
+class _Sub(torch.Tensor):
+    pass
+
+
+def _tensors(n):
+    yield None
+    for dtype in (torch.float32, torch.bfloat16, torch.float64, torch.int32):
+        yield torch.zeros(n, dtype=dtype)
+    yield torch.zeros(n + 1)
+    yield torch.zeros(3, n)
+    yield torch.zeros((), dtype=torch.float32)
+    yield torch.zeros(n, device="meta")
+    yield torch.nn.Parameter(torch.zeros(n))
+    yield torch.zeros(n).as_subclass(_Sub)
+    yield [0.0] * n
+
+
+def test_check_fwd_fast_path_matches_the_checks(monkeypatch):
+    n = 8
+    xs = [torch.zeros(4, n), torch.zeros(2, 3, n), torch.zeros(4, n, dtype=torch.float64),
+          torch.zeros(4, n, dtype=torch.bfloat16), torch.nn.Parameter(torch.zeros(4, n)), torch.zeros(4, 0),
+          torch.zeros(()), torch.zeros(4, n, dtype=torch.int64), torch.zeros(4, n, device="meta"),
+          torch.zeros(4, n).as_subclass(_Sub), "x"]
+    weights = list(_tensors(n))
+    residuals = [None, torch.zeros(4, n), torch.zeros(4, n, dtype=torch.float64), torch.zeros(4, n + 1),
+                 torch.zeros(4, n, device="meta"), torch.zeros(2, 3, n)]
+    scalars = [(1e-6, 0.0), (0.0, 1.0), (-0.0, -1.5), (-1e-6, 0.0), (math.nan, 0.0), (math.inf, 0.0), (1e-6, math.nan),
+               (1e-6, math.inf), (1, 0.0), (1e-6, 0), (True, 0.0), (1e-6, False), ("e", 0.0), (1e-6, 2.0)]
+    dtype_args = [(None, None), (torch.float16, None), (None, torch.float64), (None, torch.float32), (torch.int8, None),
+                  ([1], None), (None, "fp32")]
+    cases = 0
+    for x, (eps, offset) in itertools.product(xs, scalars):
+        for weight, bias in itertools.product(weights, weights[:4] + [torch.zeros(3, n)]):
+            for residual, (out_dtype, residual_dtype) in itertools.product(residuals[:2], dtype_args[:3]):
+                args = (x, weight, bias, residual)
+                kwargs = dict(eps=eps, weight_offset=offset, out_dtype=out_dtype, residual_dtype=residual_dtype)
+                assert _outcome(lambda: validation.check_fwd(*args, **kwargs)) == \
+                    _slow_check_fwd(monkeypatch, *args, **kwargs), (args, kwargs)
+                cases += 1
+        for residual, (out_dtype, residual_dtype) in itertools.product(residuals, dtype_args):
+            args = (x, weights[1], None, residual)
+            kwargs = dict(eps=eps, weight_offset=offset, out_dtype=out_dtype, residual_dtype=residual_dtype)
+            assert _outcome(lambda: validation.check_fwd(*args, **kwargs)) == \
+                _slow_check_fwd(monkeypatch, *args, **kwargs), (args, kwargs)
+            cases += 1
+    assert cases > 5000
+
+
+def test_per_head_parameters_take_the_fast_path():
+    x = torch.zeros(2, 4, 8)
+    assert validation._fwd_passes(x, torch.zeros(4, 8), torch.zeros(4, 8), None, 1e-6, 0.0, None, None)
+    assert not validation._fwd_passes(x, torch.zeros(4, 8), torch.zeros(8), None, 1e-6, 0.0, None, None)
+    assert not validation._fwd_passes(torch.zeros(32), torch.zeros(4, 8), None, None, 1e-6, 0.0, None, None)
+
+
+@pytest.mark.parametrize("shape", [(6, 16), (2, 3, 16), (16,)])
+@pytest.mark.parametrize("prenorm", [False, True])
+def test_c_level_apply_matches_function_apply(shape, prenorm, device):
+    g = torch.Generator().manual_seed(0)
+    make = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64).to(device).requires_grad_()  # noqa: E731
+    x, r, w, b = make(*shape), make(*shape), make(16), make(16)
+    dy = torch.randn(*shape, generator=g, dtype=torch.float64).to(device)
+    out_fast = normkit.rms_norm(x, w, b, r, prenorm=prenorm)
+    y = out_fast[0] if prenorm else out_fast
+    assert y.shape == x.shape
+    grads_fast = torch.autograd.grad(y, (x, w, b, r), dy)
+    # the same through the Python Function.apply and the reshape/view path
+    n = shape[-1]
+    ref = functional.NormFunction.apply(x.reshape(-1, n), w, b, r.reshape(-1, n), 1e-6, 0.0, True, None, None,
+                                        prenorm, None)
+    y_ref = (ref[0] if prenorm else ref).view(x.shape)
+    grads_ref = torch.autograd.grad(y_ref, (x, w, b, r), dy)
+    assert torch.equal(y, y_ref)
+    if prenorm:
+        assert out_fast[1].shape == x.shape and torch.equal(out_fast[1], ref[1].view(x.shape))
+    for a, c in zip(grads_fast, grads_ref):
+        assert torch.equal(a, c)
+
+
+def test_functorch_transform_still_reaches_function_apply():
+    x = torch.randn(3, 4, 8, dtype=torch.float64)
+    w = torch.randn(8, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="setup_context"):
+        torch.vmap(lambda t: normkit.rms_norm(t, w))(x)
