@@ -21,6 +21,7 @@ class TileConfig:
     num_warps: int = 4
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
+    split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
 
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):
@@ -36,6 +37,17 @@ _MAX_ONE_TILE_BWD = 16384
 # 4096 × 2 rows × 16 warps won 3 of 4 wide shapes (4096×16384 … 2048×131072) by 2-45 %.
 _COLUMN_TILE = 4096
 _COLUMN_TILE_ROWS = 2
+# Backward, rows wider than _MAX_ONE_TILE_BWD on a GPU: split rows (kernels/backward.py), each
+# part a whole-row-like tile held in registers by its own program, the parts of a row exchanging
+# their partial sums. One program per SM keeps every program resident (the parts wait on each
+# other, so a program that is not resident would deadlock its group). Sweep (run E, 21 split
+# configs on 4096×16384 … 2048×131072): parts of 2 rows × 8192 columns on 16 warps won every wide
+# shape (8192×32768: 620 µs = 62 % against 881 for 1 row — each exchange costs a round trip
+# through L2 while the SM idles, so two rows per exchange halve that cost; 4 × 4096: 720).
+# N = 16384 stays a whole row (149 µs against 157 for the best split).
+_SPLIT_PART = 8192
+_SPLIT_ROWS = 2
+_SPLIT_WARPS = 16
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -64,8 +76,12 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
-    """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter."""
+def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0) -> TileConfig:
+    """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
+
+    heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
+    part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
+    """
     whole = next_power_of_2(n)
     if interpret:
         block_n = min(whole, _INTERPRET_TILE_ELEMENTS)
@@ -79,6 +95,8 @@ def tile_config(n: int, backward: bool, interpret: bool) -> TileConfig:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
         if whole <= _MAX_ONE_TILE_BWD:
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
+        if cdiv(n, _SPLIT_PART) * heads <= multiprocessors:
+            return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
     if whole <= _MAX_ONE_TILE_FWD:
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
@@ -95,12 +113,25 @@ def fit_block_m(config: TileConfig, m: int) -> TileConfig:
     return dataclasses.replace(config, block_m=block_m)
 
 
-def backward_grid(config: TileConfig, m: int, multiprocessors: int) -> int:
-    """Persistent programs for the backward: at most one per row block."""
+def split_parts(config: TileConfig, n: int) -> int:
+    """Programs that share one row: cdiv(n, block_n) for a split config, else 1."""
+    return cdiv(n, config.block_n) if config.split else 1
+
+
+def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, heads: int = 1) -> int:
+    """Persistent programs for the backward, at most one per row block. For a split config: groups
+    of split_parts programs, few enough that all groups·parts·heads programs are resident at once."""
     row_blocks = cdiv(m, config.block_m)
-    return max(1, min(row_blocks, multiprocessors * config.programs_per_sm))
+    slots = multiprocessors * config.programs_per_sm
+    if config.split:
+        slots //= split_parts(config, n) * heads
+        if slots < 1:
+            raise ValueError(f"split config needs {split_parts(config, n) * heads} resident programs "
+                             f"(parts × heads), the device runs {multiprocessors * config.programs_per_sm}")
+    return max(1, min(row_blocks, slots))
 
 
+@functools.lru_cache(maxsize=None)
 def finish_config(interpret: bool) -> TileConfig:
     """The dweight finisher's tile: block_m partial rows × block_n columns per step.
 

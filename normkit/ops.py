@@ -7,6 +7,7 @@ TRITON_INTERPRET=1) or call `normkit.reference` on CPU. They do no math of their
 The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
+import functools
 from typing import List, Optional, Tuple
 
 import torch
@@ -14,13 +15,16 @@ import torch
 from . import config as cfg
 from . import reference
 from ._runtime import interpret, kernels, multiprocessor_count, uses_triton
+from .launch import launch
 from .validation import stats_dtype
 
 Tensor = torch.Tensor
 
 
 # ----------------------------------------------------------------------------- launchers
+@functools.lru_cache(maxsize=None)
 def _tl_dtype(dtype: torch.dtype):
+    """Triton's dtype for a torch dtype (cached: it runs several times on every launch)."""
     import triton.language as tl
 
     return {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32,
@@ -73,6 +77,17 @@ def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
     return t if t is None or heads == 1 else t.view(-1, heads, t.shape[-1])
 
 
+def _split_buffers(config: cfg.TileConfig, parts: int, groups: int, dtype: torch.dtype, device: torch.device):
+    """Exchange slots (groups, 2, 4, SPLIT, BLOCK_M) and zeroed arrival counters (groups,) for a
+    split-row launch (see `kernels.stats.exchange_row_sums`)."""
+    if interpret():
+        raise ValueError("split-row configs need every program resident at once; "
+                         "Triton's interpreter runs programs one after another")
+    slots = groups * 2 * 4 * cfg.next_power_of_2(parts) * config.block_m
+    return (torch.empty((slots,), dtype=dtype, device=device),
+            torch.zeros((groups,), dtype=torch.int32, device=device))
+
+
 def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
                mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
@@ -96,9 +111,11 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                 dst.copy_(src.reshape(dst.shape))
         return
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret()), m)
+    if config.split:
+        raise ValueError("the forward does not split rows (config.py says why)")
     weight, bias = _contiguous(weight), _contiguous(bias)
     with _device_guard(x.device):
-        kernels().norm_fwd_kernel[(cfg.cdiv(m, config.block_m),)](
+        launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),),
             x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
             x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
             out.stride(0), _stride(residual_out, 0), eps, weight_offset,
@@ -139,27 +156,31 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret()), m // heads)
+    sms = multiprocessor_count(x.device)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms),
+                             m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
-    programs = cfg.backward_grid(config, m // heads, multiprocessor_count(x.device))
+    programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
+    parts = cfg.split_parts(config, n)
     acc = reference.compute_dtype(x.dtype)
     dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
     db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
+    xchg, counter = _split_buffers(config, parts, programs * heads, acc, x.device) if parts > 1 else (None, None)
     with _device_guard(x.device):
-        kernels().norm_bwd_kernel[(programs, heads)](
-            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, m, n, heads,
+        launch(kernels().norm_bwd_kernel, (programs * parts, heads),
+            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, counter, m, n, heads,
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
             HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
             COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
-            num_warps=config.num_warps, num_stages=config.num_stages,
+            SPLIT=cfg.next_power_of_2(parts), num_warps=config.num_warps, num_stages=config.num_stages,
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:
                 finish = cfg.finish_config(interpret())
-                kernels().sum_partials_kernel[(cfg.cdiv(heads * n, finish.block_n),)](
+                launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n),),
                     partial, grad, programs, heads * n,
                     BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
                 )

@@ -56,7 +56,7 @@ def compile_one(kernel, dtype, pointers, constexprs, num_warps):
 FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
                 "MEAN": "*fp32", "RSTD": "*fp32"}
 BWD_POINTERS = {"X": "*T", "W": "*T", "DY": "*T", "DRESIDUAL_OUT": "*T", "MEAN": "*fp32", "RSTD": "*fp32",
-                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32"}
+                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "XCHG": "*fp32", "COUNTER": "*i32"}
 
 
 def cases():
@@ -76,7 +76,13 @@ def cases():
         for recompute in (False, True):
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",
                    norm_bwd_kernel, dtype, pointers,
-                   dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute), 8)
+                   dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
+                        SPLIT=1), 8)
+            if one_tile:  # split rows: each part a whole-row tile, the parts exchanging row sums
+                yield (f"bwd {dtype} split rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
+                            RECOMPUTE_STATS=recompute, SPLIT=8), 16)
     yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
 

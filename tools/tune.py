@@ -8,6 +8,7 @@ both as % of the copy bandwidth measured in the same run. Results feed normkit/c
 """
 
 import argparse
+import dataclasses
 import itertools
 import json
 import sys
@@ -39,17 +40,34 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
     return out
 
 
+def split_candidates(n):
+    """Split rows (backward): part width × rows × warps; always one program per SM (residency)."""
+    out = []
+    for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (8, 16, 32)):
+        tile = block_n * block_m
+        if block_n < n and 4096 <= tile <= 16384 and tile // (32 * warps) in (4, 8, 16, 32):
+            out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=1, split=True))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--dtype", default="bf16")
+    p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm"],
+                   help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
     p.add_argument("--ppsm", default="1,2,4,8")
     p.add_argument("--json")
     p.add_argument("--one-tile-limit", type=int, help="also try whole rows in registers up to this N (spills)")
     p.add_argument("--max-tile", type=int, default=16384, help="largest tile (elements) tried")
+    p.add_argument("--split", choices=["no", "also", "only"], default="also",
+                   help="backward: also (or only) try split-row configs")
     args = p.parse_args()
+    if args.kind == "fwd" and args.family == "fused_add":
+        p.error("--family fused_add is a backward sweep here (the forward's residual is not wired in)")
     dev = torch.device("cuda")
+    sms = ops.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
     dtype = DTYPES[args.dtype]
@@ -57,33 +75,43 @@ def main():
     side = torch.cuda.Stream()
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))
-        nbytes = min_bytes(args.kind, m, n, dtype.itemsize)
+        nbytes = min_bytes(args.kind, m, n, dtype.itemsize, args.family)
         sets = input_sets_needed(nbytes)
         g = torch.Generator(device=dev).manual_seed(0)
         xs = [torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
         dys = [(0.5 * x + torch.randn(m, n, device=dev, dtype=dtype, generator=g)).to(dtype) for x in xs]
         w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(dtype)
-        rstds = [ops.norm_fwd(x, w, None, None, eps=1e-6, store_stats=True)[3] for x in xs]
+        rms = args.family != "layer_norm"
+        b = torch.zeros_like(w) if not rms else None
+        stats = [ops.norm_fwd(x, w, b, None, eps=1e-6, store_stats=True, is_rms_norm=rms) for x in xs]
+        rstds, means = [s[3] for s in stats], [s[2] for s in stats]
+        dres = dys[::-1] if args.family == "fused_add" else [None] * sets
         outs = [torch.empty_like(x) for x in xs]
         dw = torch.empty_like(w)
+        db = torch.empty_like(w) if not rms else None
 
         def calls(config):
             if args.kind == "fwd":
-                return [lambda i=i: ops.launch_fwd(xs[i], outs[i], weight=w, eps=1e-6, config=config)
-                        for i in range(sets)]
-            return [lambda i=i: ops.launch_bwd(xs[i], dys[i], outs[i], weight=w, dweight=dw, rstd=rstds[i],
-                                               eps=1e-6, config=config) for i in range(sets)]
+                return [lambda i=i: ops.launch_fwd(xs[i], outs[i], weight=w, bias=b, eps=1e-6, is_rms_norm=rms,
+                                                   config=config) for i in range(sets)]
+            return [lambda i=i: ops.launch_bwd(xs[i], dys[i], outs[i], weight=w, dweight=dw, dbias=db,
+                                               dresidual_out=dres[i], mean=means[i], rstd=rstds[i], eps=1e-6,
+                                               is_rms_norm=rms, config=config) for i in range(sets)]
 
-        default = cfg.tile_config(n, args.kind == "bwd", False)
-        calls(None)[0]()
+        default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms)
+        # the reference result comes from the column-tiled path (no split) wherever a split is the default
+        calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
         ref = outs[0].clone()
         rows = []
-        configs = [(c, pp) for c in candidates(n, args.kind, args.one_tile_limit, args.max_tile)
+        plain = [] if args.split == "only" else candidates(n, args.kind, args.one_tile_limit, args.max_tile)
+        configs = [(c, pp) for c in plain
                    for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
+        if args.kind == "bwd" and args.split != "no":
+            configs += [(c, 1) for c in split_candidates(n)]
         configs.insert(0, (default, default.programs_per_sm))
         with torch.cuda.stream(side):
             for c, pp in configs:
-                c = cfg.TileConfig(c.block_m, c.block_n, c.one_tile, c.num_warps, pp, c.num_stages)
+                c = dataclasses.replace(c, programs_per_sm=pp)
                 try:
                     fns = calls(c)
                     fns[0]()
@@ -98,16 +126,16 @@ def main():
         t_def = next(r[0] for r in rows if r[1] == default) if any(r[1] == default for r in rows) else float("nan")
         best = rows[0]
         pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
-        print(f"{shape} {args.dtype} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%)  "
+        print(f"{shape} {args.dtype} {args.family} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%)  "
               f"best {best[0] * 1e6:.1f} us ({pct(best[0]):.0f}%) {best[1]} ok={best[2]}", flush=True)
         for t, c, ok in rows[1:4]:
             print(f"    {t * 1e6:.1f} us ({pct(t):.0f}%) {c} ok={ok}")
         bad = [str(c) for t, c, ok in rows if not ok]
         if bad:
             print(f"    MISMATCH vs heuristic: {bad}")
-        results.append(dict(shape=shape, dtype=args.dtype, kind=args.kind, heuristic_us=t_def * 1e6,
+        results.append(dict(shape=shape, dtype=args.dtype, family=args.family, kind=args.kind, heuristic_us=t_def * 1e6,
                             rows=[dict(us=t * 1e6, pct=pct(t), config=c.__dict__, ok=ok) for t, c, ok in rows]))
-        del xs, dys, outs, rstds
+        del xs, dys, outs, rstds, means, stats, dres
         torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as f:

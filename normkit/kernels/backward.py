@@ -28,12 +28,24 @@ Tiling. ONE_TILE keeps h, dy, w and the partials of a whole row in registers. Ot
 row block is walked twice in BLOCK_N-wide tiles (reductions, then dh: the second read mostly hits
 L2) and the partial rows live in DW_PARTIAL / DB_PARTIAL themselves, read-modified-written tile
 by tile by their one owner program (a barrier orders the re-read; still no atomics).
+
+Split rows (SPLIT > 1, with ONE_TILE). A row too wide for one program's registers is cut into
+P = cdiv(N, BLOCK_N) column parts, each held in registers by its own program: program p is part
+p % P of group p // P, and a group's P programs walk the same row blocks in lockstep. Each part
+publishes its per-row partial sums (Σ(g·h), Σg and, recomputing, Σh²  or its local mean and M2)
+to XCHG, bumps the group's counter in COUNTER (an integer atomic with release/acquire order),
+waits until all P parts have published, then reads the P partial sums back and reduces them in a
+fixed order (LayerNorm statistics with Chan's merge): x and dy are read once, as with ONE_TILE,
+and the result is bitwise reproducible. XCHG is double-buffered by iteration parity: a part can
+only overwrite a slot after every part passed the next exchange, i.e. after all of them read it.
+All programs must be resident at once (the launcher keeps the grid within one program per SM);
+Triton's interpreter runs programs one after another, so it cannot run this path.
 """
 
 import triton
 import triton.language as tl
 
-from .stats import merge_tile_stats
+from .stats import exchange_row_sums, merge_tile_stats
 
 
 @triton.jit
@@ -59,6 +71,7 @@ def _accumulate_partial(PARTIAL, offs, mask, contribution):
 def norm_bwd_kernel(
     X, W, DY, DRESIDUAL_OUT, MEAN, RSTD,  # inputs: h, dy, dresidual_out (M, N) strided; w (HEADS, N)
     DX, DW_PARTIAL, DB_PARTIAL,  # outputs: dx (M, N) row-major; partials (G, HEADS·N)
+    XCHG, COUNTER,  # SPLIT > 1: per-row partial sums (G·HEADS, 2, 4, SPLIT, BLOCK_M) and counters (G·HEADS,)
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
     stride_dres_row, stride_dres_col, stride_dx_row,
@@ -73,6 +86,7 @@ def norm_bwd_kernel(
     RECOMPUTE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
     X_HAT_DTYPE: tl.constexpr,
+    SPLIT: tl.constexpr = 1,  # power of two ≥ the number of column parts of a row (1: no split)
 ):
     pid = tl.program_id(0)
     head = tl.program_id(1)
@@ -81,6 +95,13 @@ def norm_bwd_kernel(
     num_row_blocks = tl.cdiv(head_rows, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     w_row = head.to(tl.int64) * N  # offset of this head's weight row
+    if SPLIT > 1:
+        parts = tl.cdiv(N, BLOCK_N)
+        part = pid % parts
+        pid = pid // parts  # the group: from here on, "program" means the group
+        num_programs = num_programs // parts
+        cols += part * BLOCK_N
+        group = pid * HEADS + head
     partial_offset = (pid.to(tl.int64) * HEADS + head) * N  # this program's row of the partials
 
     if ONE_TILE:
@@ -122,6 +143,10 @@ def norm_bwd_kernel(
                     mean = tl.sum(h, axis=1) / N
                     centered = tl.where(mask, h - mean[:, None], 0.0)
                     var = tl.sum(centered * centered, axis=1) / N
+            if SPLIT > 1:
+                sum_gh, sum_g, mean, var = exchange_row_sums(
+                    XCHG, COUNTER, group, (row_block - pid) // num_programs, part, parts, N, h, mask, sum_gh, sum_g,
+                    IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE)
         else:
             sum_gh = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)

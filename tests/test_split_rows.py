@@ -1,0 +1,126 @@
+"""Split rows (backward, wide rows on a GPU): the parts of a row in different programs exchange
+their partial sums. Compared with the float64 autograd reference of tests/feature_cases.py.
+
+The exchange needs all programs resident at once, so it runs on CUDA only; under Triton's
+interpreter (programs run one after another) the launcher refuses a split config.
+"""
+
+import pytest
+import torch
+
+from normkit import config as cfg
+from normkit import ops
+from normkit._runtime import interpret
+from feature_cases import _reference
+from utils import assert_matches
+
+cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="split rows need a CUDA GPU")
+
+
+def _split(block_n, block_m=1, warps=4):
+    return cfg.TileConfig(block_m, block_n, True, num_warps=warps, programs_per_sm=1, split=True)
+
+
+def _inputs(m, n, dtype, *, heads=1, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m * heads, n, generator=g, dtype=torch.float64) * 2 + 0.5
+    dy = 0.5 * x + torch.randn(m * heads, n, generator=g, dtype=torch.float64)
+    w = 1 + 0.5 * torch.randn(heads, n, generator=g, dtype=torch.float64)
+    b = 0.1 * torch.randn(heads, n, generator=g, dtype=torch.float64)
+    dres = torch.randn(m * heads, n, generator=g, dtype=torch.float64)
+    if heads == 1:
+        w, b = w[0], b[0]
+    cast = lambda t: t.to(device="cuda", dtype=dtype)  # noqa: E731
+    return cast(x), cast(w), cast(b), cast(dy), cast(dres)
+
+
+@cuda_only
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
+@pytest.mark.parametrize("saved", [True, False], ids=["saved", "recompute"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("m,n,config", [
+    (7, 1000, _split(128)),  # 8 parts, the last one partial
+    (300, 4097, _split(1024, block_m=2)),  # 5 parts (not a power of two), the last has 1 column
+    (33, 40000, None),  # the GPU heuristic's own split config
+])
+def test_split_backward_matches_float64(rms, saved, dtype, m, n, config):
+    x, w, b, dy, dres = _inputs(m, n, dtype)
+    eps = 1e-5
+    mean = rstd = None
+    if saved:
+        stats_mean = torch.empty(m, device="cuda", dtype=torch.float64 if dtype == torch.float64 else torch.float32)
+        stats_rstd = torch.empty_like(stats_mean)
+        ops.launch_fwd(x, torch.empty_like(x), weight=w, bias=b, mean=None if rms else stats_mean,
+                       rstd=stats_rstd, eps=eps, is_rms_norm=rms)
+        mean, rstd = (None if rms else stats_mean), stats_rstd
+    if config is None:
+        assert ops_config(n).split, "the heuristic should split rows this wide"
+    dx = torch.full_like(x, float("nan"))
+    dw = torch.full_like(w, float("nan"))
+    db = torch.full_like(b, float("nan"))
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, dresidual_out=dres, mean=mean, rstd=rstd,
+                   eps=eps, is_rms_norm=rms, config=config)
+    _, _, _, (rdx, rdw, rdb, _) = _reference(x, w, b, None, dy, rms=rms, eps=eps)
+    assert_matches(dx, rdx + dres.double().cpu(), dtype, "dx")
+    assert_matches(dw, rdw, dtype, "dweight")
+    assert_matches(db, rdb, dtype, "dbias")
+
+
+def ops_config(n):
+    return cfg.tile_config(n, True, False, multiprocessors=ops.multiprocessor_count(torch.device("cuda")))
+
+
+@cuda_only
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
+def test_split_per_head(rms):
+    heads, m, n = 4, 50, 700
+    x, w, b, dy, _ = _inputs(m, n, torch.float32, heads=heads)
+    dx, dw, db = torch.empty_like(x), torch.empty_like(w), torch.empty_like(b)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, eps=1e-6, is_rms_norm=rms, config=_split(256))
+    xs, dys = x.view(m, heads, n), dy.view(m, heads, n)
+    _, _, _, (rdx, rdw, rdb, _) = _reference(xs, w, b, None, dys, rms=rms, eps=1e-6)
+    assert_matches(dx, rdx.view(m * heads, n), torch.float32, "dx")
+    assert_matches(dw, rdw, torch.float32, "dweight")
+    assert_matches(db, rdb, torch.float32, "dbias")
+
+
+@cuda_only
+@pytest.mark.parametrize("n", [32768, 65536 + 3, 262144])
+def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
+    """The heuristic's split config: 10 runs bitwise equal; the recomputed path agrees."""
+    m = 64
+    x, w, _, dy, _ = _inputs(m, n, torch.bfloat16, seed=n)
+    runs = []
+    for _ in range(10):
+        dx, dw = torch.empty_like(x), torch.empty_like(w)
+        ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, eps=1e-6)
+        runs.append((dx, dw))
+    for dx, dw in runs[1:]:
+        assert torch.equal(dx, runs[0][0]) and torch.equal(dw, runs[0][1])
+    _, _, _, (rdx, rdw, _, _) = _reference(x, w, None, None, dy, rms=True, eps=1e-6)
+    assert_matches(runs[0][0], rdx, torch.bfloat16, "dx")
+    assert_matches(runs[0][1], rdw, torch.bfloat16, "dweight")
+
+
+def test_interpreter_refuses_split_configs(device):
+    if not interpret():
+        pytest.skip("only the interpreter refuses split configs")
+    x = torch.randn(4, 300)
+    with pytest.raises(ValueError, match="interpreter"):
+        ops.launch_bwd(x, x.clone(), torch.empty_like(x), eps=1e-6, config=_split(128))
+
+
+def test_split_needs_resident_programs(device):
+    """More parts × heads than resident programs: refused, never launched to deadlock. The
+    forward refuses split configs (they lost to column tiles on every wide row, BENCHMARKS.md)."""
+    with pytest.raises(ValueError, match="resident"):
+        cfg.backward_grid(_split(128), 100, 4, n=1000, heads=1)
+    assert cfg.backward_grid(_split(128), 100, 132, n=1000, heads=1) == 16
+    # and the heuristics fall back to column tiles when a split would not fit
+    assert not cfg.tile_config(262144, True, False, heads=8, multiprocessors=132).split
+    assert cfg.tile_config(262144, True, False, heads=1, multiprocessors=132).split
+    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # the forward never splits
+    x = torch.randn(4, 300, device=device)
+    with pytest.raises(ValueError, match="does not split"):
+        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=_split(128))
+
