@@ -17,8 +17,10 @@ import pytest
 import torch
 
 # The NVLink-multicast switches stay off wherever this launcher runs (they are no-ops on CPU).
+# GLOO_SOCKET_IFNAME=lo: the ranks talk over loopback (a sandboxed machine's hostname may not
+# resolve to a usable interface; on the H200 the fixture failed before any scenario ran).
 LAUNCH_ENV = {"TRITON_INTERPRET": "1", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-              "NVSHMEM_DISABLE_NVLS": "1"}
+              "NVSHMEM_DISABLE_NVLS": "1", "GLOO_SOCKET_IFNAME": "lo"}
 WORLD_SIZE = 2
 STEPS = 3
 ATOL = 1e-6  # fp32 rounding: the ranks sum the gradients in another order than one process does
