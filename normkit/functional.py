@@ -15,15 +15,30 @@ from . import ops, validation
 Tensor = torch.Tensor
 
 
+def _h_is_rounded(x: Tensor, residual: Optional[Tensor], residual_dtype: Optional[torch.dtype]) -> bool:
+    """Whether residual_out (when there is one) holds h = x (+ residual) rounded to fewer bits than
+    the fp32 (fp64 for fp64 x) value the forward normalised."""
+    stored = residual_dtype or (residual.dtype if residual is not None else x.dtype)
+    if residual is None and stored == x.dtype:
+        return False  # no residual_out: h is x itself
+    return stored.itemsize < (8 if x.dtype == torch.float64 else 4)
+
+
 class NormFunction(torch.autograd.Function):
     """(x, weight, bias, residual) → y, or (y, residual_out) with prenorm; gradients for all four."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype,
                 residual_dtype, prenorm, x_hat_dtype):
+        # LayerNorm whose h = x + residual is stored rounded (residual_out narrower than the fp32 /
+        # fp64 sum the statistics came from): the backward recomputes mean and rstd from the saved
+        # h. Applying the exact statistics to the rounded h would turn the rounding of a
+        # (near-)constant row into x̂ = noise / sqrt(eps) (tests/test_properties.py).
+        recompute = not is_rms_norm and _h_is_rounded(x, residual, residual_dtype)
         out, residual_out, mean, rstd = ops.norm_fwd(
             x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            store_stats=True, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
+            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype,
+            x_hat_dtype=x_hat_dtype)
         h = x if residual_out is None else residual_out
         ctx.save_for_backward(h, weight, mean, rstd)
         # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and

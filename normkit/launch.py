@@ -70,7 +70,11 @@ _SLOW = object()  # cache value: this key always takes the normal path
 _MISSING = object()
 
 _cache: Dict[Any, Any] = {}
-_lock = threading.Lock()  # only for the one-time lazy import below; launches never take it
+_lock = threading.Lock()  # only for the one-time lazy import below; compiled launches never take it
+# Triton's interpreter keeps global state per launch (the grid index, `triton.language` builtins
+# patched and restored around each launch), so two threads interpreting kernels at once corrupt
+# each other (tests/test_reliability.py): interpreted launches (CPU) run one at a time.
+_interpreter_lock = threading.Lock()
 
 _mode = os.environ.get("NORMKIT_FAST_LAUNCH", "1").strip().lower()
 _enabled = _mode not in ("0", "off", "false", "no")
@@ -81,6 +85,7 @@ _check = _mode == "check"
 _loaded = False
 _usable = False
 _JITFunction: Any = None
+_InterpretedFunction: Any = None
 _CompiledKernel: Any = None
 _HookChain: Any = None
 _runtime_knobs: Any = None
@@ -109,7 +114,8 @@ def cache_size() -> int:
 
 
 def _load_triton() -> None:
-    global _loaded, _usable, _JITFunction, _CompiledKernel, _HookChain, _runtime_knobs, _compilation_knobs
+    global _loaded, _usable, _JITFunction, _InterpretedFunction, _CompiledKernel, _HookChain, _runtime_knobs
+    global _compilation_knobs
     with _lock:
         if _loaded:
             return
@@ -117,9 +123,11 @@ def _load_triton() -> None:
         from triton import knobs
         from triton.compiler.compiler import CompiledKernel
         from triton.knobs import HookChain
+        from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
         _JITFunction, _CompiledKernel, _HookChain = JITFunction, CompiledKernel, HookChain
+        _InterpretedFunction = InterpretedFunction
         _runtime_knobs, _compilation_knobs = knobs.runtime, knobs.compilation
         _usable = (triton.__version__.startswith(_VERIFIED_TRITON) and _get_device is not None
                    and _get_stream is not None)
@@ -224,6 +232,10 @@ def launch(fn, grid, *args, **kwargs) -> None:
     """``fn[grid](*args, **kwargs)``, through the launcher cache when it applies (module docstring)."""
     if not _loaded:
         _load_triton()
+    if isinstance(fn, _InterpretedFunction):
+        with _interpreter_lock:
+            fn[grid](*args, **kwargs)
+        return
     key = None
     if _enabled and _usable and type(grid) is tuple and isinstance(fn, _JITFunction):
         try:

@@ -19,3 +19,14 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 @pytest.fixture
 def device() -> str:
     return DEVICE
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Which launch configurations the property tests ran (tests/test_properties.py)."""
+    import sys
+
+    properties = sys.modules.get("tests.test_properties") or sys.modules.get("test_properties")
+    if properties is not None and properties.CONFIGS_HIT:
+        terminalreporter.section("normkit launch configurations run")
+        for line in properties.coverage_summary():
+            terminalreporter.write_line(line)

@@ -1,0 +1,136 @@
+"""Every launch configuration `normkit.config.tile_config` can pick, and a small problem that runs it.
+
+Shared by tests/test_properties.py (runs each GPU configuration through the interpreter by passing
+it to `ops.launch_fwd` / `ops.launch_bwd`), tools/config_coverage.py (prints the list) and
+tools/sanitize_sweep.py (runs each one under compute-sanitizer on the GPU).
+
+The configurations are found by asking the heuristic itself for every N in 1 … N_MAX (not by
+reading its constants), so a change to the heuristics changes the list, and the tests follow.
+"""
+
+import dataclasses
+import functools
+import inspect
+from typing import Dict, List, Tuple
+
+from normkit import config as cfg
+
+N_MAX = 262144  # widest row the GPU heuristics are enumerated over (README: "262144 and beyond")
+INTERPRET_N_MAX = 70000  # widest row the interpreter tests run (one column tile past 65536)
+H200_SMS = 132
+# The backward's choice for wide rows depends on the device and the heads: rows split across
+# resident programs when cdiv(N, part)·heads ≤ SMs, else column tiles. Enumerated for an H200
+# with plain (N,) weights and with 8 per-head weights (QK-norm): together they reach both.
+GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS))
+
+
+def _picker():
+    """tile_config without its cache (keeps the library's lru_cache small), taking heads and
+    multiprocessors when the heuristic does."""
+    pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    params = inspect.signature(pick).parameters
+    if "heads" in params and "multiprocessors" in params:
+        return lambda n, backward, interpret, heads, sms: pick(n, backward, interpret, heads=heads, multiprocessors=sms)
+    return lambda n, backward, interpret, heads, sms: pick(n, backward, interpret)
+
+
+def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
+                      ) -> Dict[cfg.TileConfig, Tuple[int, int]]:
+    """{config: (smallest N, largest N)} over every N in 1 … n_max that `tile_config` maps to it
+    (GPU: in any of GPU_SCENARIOS). Calls the undecorated function, so the library's own
+    lru_cache is not filled with millions of entries."""
+    return _heuristic_configs(bool(backward), bool(interpret), int(n_max))
+
+
+@functools.lru_cache(maxsize=None)
+def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.TileConfig, Tuple[int, int]]:
+    found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
+    scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
+    pick = _picker()
+    for heads, sms in scenarios:
+        for n in range(1, n_max + 1):
+            config = pick(n, backward, interpret, heads, sms)
+            lo, hi = found.get(config, (n, n))
+            found[config] = (min(lo, n), max(hi, n))
+    return found
+
+
+def describe(config: cfg.TileConfig) -> str:
+    mode = ("split_rows" if getattr(config, "split", False) else "one_tile") if config.one_tile else "column_tiles"
+    return (f"BLOCK_M={config.block_m} BLOCK_N={config.block_n} {mode} warps={config.num_warps} "
+            f"stages={config.num_stages} programs/SM={config.programs_per_sm}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigProblem:
+    """One run of a configuration: an (M, N) problem that keeps its tiling meaningful."""
+
+    config: cfg.TileConfig
+    backward: bool
+    m: int
+    n: int
+    multiprocessors: int  # the persistent backward grid is programs_per_sm × this (split: the device's)
+
+    @property
+    def split(self) -> bool:
+        return bool(getattr(self.config, "split", False))
+
+    def label(self) -> str:
+        kind = "bwd" if self.backward else "fwd"
+        mode = "split" if self.split else ("one" if self.config.one_tile else "col")
+        return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
+               f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
+
+
+def _split_parts(config: cfg.TileConfig, n: int) -> int:
+    return -(-n // config.block_n) if getattr(config, "split", False) else 1
+
+
+def _rows(config: cfg.TileConfig, backward: bool, multiprocessors: int, n: int) -> int:
+    """Enough rows for a masked tail row block and, in the backward, persistent programs that own
+    two or more row blocks (grid = programs_per_sm × multiprocessors, split: ÷ parts)."""
+    if backward:
+        programs = max(1, config.programs_per_sm * multiprocessors // _split_parts(config, n))
+        return config.block_m * 2 * programs + 1
+    return 2 * config.block_m + 1
+
+
+def _widths(config: cfg.TileConfig, n_lo: int, n_hi: int) -> List[int]:
+    """The row lengths a configuration is run on.
+
+    Whole-row tiles: the narrowest and the widest N that pick it (BLOCK_N/2 < N ≤ BLOCK_N: a masked
+    tail of columns, and a full tile). Column tiles: shrunk to two or three tiles a row (each
+    column tile is a Python loop iteration in the interpreter), keeping what matters — N > BLOCK_N,
+    a last tile holding one element, and one about half full. Split rows: the narrowest N
+    (three parts, the last holding one element) and three and a half parts."""
+    if getattr(config, "split", False):
+        return [n_lo, 3 * config.block_n + config.block_n // 2]
+    if config.one_tile:
+        return sorted({n_lo, n_hi})
+    return [2 * config.block_n + 1, config.block_n + config.block_n // 2 + 1]
+
+
+def config_problems(backward: bool, *, multiprocessors: int = 1, interpret: bool = False,
+                    n_max: int = N_MAX) -> List[ConfigProblem]:
+    """For each configuration the heuristics can pick, the problems that run it: both widths,
+    rows enough for several row blocks per program (multiprocessors: the SM count assumed by
+    the backward grid; tests monkeypatch `ops.multiprocessor_count` to it; split configurations
+    keep the H200's 132, every part of a row needing a resident program)."""
+    problems = []
+    for config, (n_lo, n_hi) in heuristic_configs(backward, interpret, n_max).items():
+        sms = H200_SMS if getattr(config, "split", False) else multiprocessors
+        for n in _widths(config, n_lo, n_hi):
+            problems.append(ConfigProblem(config, backward, _rows(config, backward, sms, n), n, sms))
+    return problems
+
+
+def coverage_lines(interpret: bool = False) -> List[str]:
+    """Human-readable list: each configuration with the N range that picks it."""
+    lines = []
+    for backward in (False, True):
+        configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
+        where = "interpreter" if interpret else ("GPU, H200 (132 SMs), heads 1 and 8" if backward else "GPU")
+        lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")
+        for config, (lo, hi) in sorted(configs.items(), key=lambda item: item[1]):
+            lines.append(f"  N {lo:>6} … {hi:<6}  {describe(config)}")
+    return lines
