@@ -9,10 +9,11 @@ flags, misaligned views, CUDA-graph capture and threads, each fast launch also c
 Triton's own binder and cache lookup (mode "check").
 """
 
-import threading
 
 import pytest
 import torch
+
+from utils import run_in_threads
 
 import normkit
 from normkit import launch as L
@@ -225,11 +226,7 @@ def test_cycle_threads(fake_gpu):
         except Exception as exc:  # pragma: no cover
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     assert len(normal) + len(launcher.calls) == 800
     # every direct launch got the arguments it was called with (no entry built for another key)
@@ -418,11 +415,7 @@ def test_threads_launch_their_own_specializations():
         except Exception as exc:  # pragma: no cover
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors, errors[0]
 
 

@@ -28,7 +28,7 @@ import normkit
 from normkit import config as cfg
 from normkit import ops
 from normkit._runtime import interpret
-from tests.utils import assert_matches
+from tests.utils import assert_matches, run_in_threads
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ON_GPU = DEVICE == "cuda"
@@ -283,16 +283,7 @@ def _run_threads(jobs, serial, *, threads=2, rounds, streams=False):
 
     if ON_GPU:
         torch.cuda.synchronize()  # inputs and serial results complete before other streams read them
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up at once
-    try:
-        pool = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-    finally:
-        sys.setswitchinterval(old)
+    run_in_threads(worker, threads, fast_switch=True)
     return problems
 
 
@@ -405,16 +396,7 @@ def test_config_caches_are_safe_to_share():
             if fitted.block_m != min(got.block_m, 64) or cfg.backward_grid(fitted, 37, 132) < 1:
                 problems.append((key, "fit/grid", fitted))
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        pool = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-    finally:
-        sys.setswitchinterval(old)
+    run_in_threads(worker, 8, fast_switch=True)
     assert not problems, problems[:5]
 
 

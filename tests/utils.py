@@ -43,3 +43,22 @@ def ref_bwd(x, w, dy, eps):
     from normkit import reference
     return reference.rms_norm_bwd(x.double().cpu(), None if w is None else w.double().cpu(),
                                   dy.double().cpu(), None, eps)
+
+
+def run_in_threads(target, count: int, fast_switch: bool = False) -> None:
+    """Start `count` threads running target(i), wait for all; with fast_switch the interpreter
+    switches threads as often as it can (races show up at once)."""
+    import sys
+    import threading
+
+    old = sys.getswitchinterval()
+    if fast_switch:
+        sys.setswitchinterval(1e-6)
+    try:
+        pool = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
