@@ -114,6 +114,16 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
     weight, bias = _contiguous(weight), _contiguous(bias)
+    staged = []  # (destination, float32 stand-in) for outputs routed through float32
+    if x.dtype == torch.float64 and interpret():
+        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
+        # as float32): there, bf16 outputs of a float64 input are stored as float32 and rounded here.
+        if out.dtype == torch.bfloat16:
+            staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
+            out = staged[-1][1]
+        if residual_out is not None and residual_out.dtype == torch.bfloat16:
+            staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
+            residual_out = staged[-1][1]
     with _device_guard(x.device):
         launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),),
             x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
@@ -125,6 +135,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
             X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype), num_warps=config.num_warps, num_stages=config.num_stages,
         )
+    for destination, stand_in in staged:
+        destination.copy_(stand_in)
 
 
 def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = None,
