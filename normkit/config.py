@@ -23,6 +23,11 @@ class TileConfig:
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
 
+    def __post_init__(self):
+        if self.split and not self.one_tile:
+            raise ValueError("a split config holds each part of a row in registers: it needs one_tile=True, "
+                             f"got {self}")
+
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):
 # every candidate tile/warps/programs-per-SM timed per shape, the rule fitted to the winners.

@@ -120,6 +120,8 @@ def test_split_needs_resident_programs(device):
     assert not cfg.tile_config(262144, True, False, heads=8, multiprocessors=132).split
     assert cfg.tile_config(262144, True, False, heads=1, multiprocessors=132).split
     assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # the forward never splits
+    with pytest.raises(ValueError, match="needs one_tile=True"):
+        cfg.TileConfig(1, 128, False, split=True)
     x = torch.randn(4, 300, device=device)
     with pytest.raises(ValueError, match="does not split"):
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=_split(128))

@@ -1,5 +1,5 @@
-"""Row statistics shared by the forward and backward kernels: for rows walked in column tiles
-(`merge_tile_stats`) and for rows split across programs (`exchange_row_sums`)."""
+"""Row statistics: for rows walked in column tiles (`merge_tile_stats`, forward and backward) and
+for rows split across programs (`exchange_row_sums`, backward)."""
 
 import triton
 import triton.language as tl
@@ -37,8 +37,7 @@ def exchange_row_sums(XCHG, COUNTER, group, iteration, part, parts, N, h, mask, 
     writes its row sums to its slot of XCHG (layout (groups, 2, 4, SPLIT, BLOCK_M): iteration
     parity, quantity, part, row), increments the group's counter (integer atomic, acquire-release)
     and waits for (iteration + 1)·parts arrivals; then all read the `parts` slots back and reduce
-    them in one fixed order, so every part gets the same bits. The forward passes zero sums and
-    RECOMPUTE_STATS=True: it only needs the statistics.
+    them in one fixed order, so every part gets the same bits.
 
     Part k contributes its sums and, recomputing, s₁ = its mean and s₂ = its M2 over its n_k
     columns (RMSNorm: s₂ = Σh²). The row's statistics then follow without cancellation::
