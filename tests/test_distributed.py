@@ -1,8 +1,10 @@
-"""normkit under torch.distributed, on CPU: 2 gloo processes, kernels through Triton's interpreter.
+"""normkit under torch.distributed: 2 processes, on CPU with gloo (kernels through Triton's
+interpreter) and, where two GPUs exist, on CUDA with NCCL (one GPU a rank, compiled kernels).
 
-One spawn runs every scenario (starting processes and importing triton dominates the runtime);
-each test then checks that scenario's outcome on both ranks against a single-process run:
-  ddp      DistributedDataParallel, a tiny patched LLaMA-style model, 3 SGD steps
+One spawn per backend runs every scenario (starting processes and importing triton dominates the
+runtime); each test then checks that scenario's outcome on both ranks against a single-process run:
+  ddp      DistributedDataParallel, a tiny patched LLaMA-style model, 3 SGD steps, run twice:
+           the two runs must agree bitwise (deterministic per rank)
   fsdp2    torch.distributed.fsdp.fully_shard, the same model and steps
   dtensor  normkit.distributed.rms_norm / layer_norm on Shard(0) / Shard(1) DTensors of (B, S, N)
   rejects  a DTensor sharded along the normalised dimension raises ValueError
@@ -16,21 +18,34 @@ import traceback
 import pytest
 import torch
 
-# The NVLink-multicast switches stay off wherever this launcher runs (they are no-ops on CPU).
-# GLOO_SOCKET_IFNAME=lo: the ranks talk over loopback (a sandboxed machine's hostname may not
-# resolve to a usable interface; on the H200 the fixture failed before any scenario ran).
-LAUNCH_ENV = {"TRITON_INTERPRET": "1", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-              "NVSHMEM_DISABLE_NVLS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+# The NVLink-multicast switches stay off wherever this launcher runs (they are no-ops on CPU):
+# multicast can put a shared host's GPUs out of service. GLOO_SOCKET_IFNAME=lo: the ranks talk over
+# loopback (a sandboxed machine's hostname may not resolve to a usable interface; on the H200 the
+# fixture failed before any scenario ran). Under gloo the kernels run in Triton's interpreter on CPU
+# tensors; under NCCL they are compiled (TRITON_INTERPRET is removed from the children's environment).
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+LAUNCH_ENV = {
+    "gloo": {"TRITON_INTERPRET": "1", "GLOO_SOCKET_IFNAME": "lo", **NO_MULTICAST},
+    "nccl": {"TRITON_INTERPRET": None, **NO_MULTICAST},
+}
 WORLD_SIZE = 2
 STEPS = 3
 ATOL = 1e-6  # fp32 rounding: the ranks sum the gradients in another order than one process does
 
-pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
-                                reason="torch.distributed with the gloo backend is not available")
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
+BACKENDS = [
+    pytest.param("gloo", marks=pytest.mark.skipif(not torch.distributed.is_available()
+                                                  or not torch.distributed.is_gloo_available(),
+                                                  reason="the gloo backend is not available")),
+    pytest.param("nccl", marks=pytest.mark.skipif(not torch.distributed.is_available()
+                                                  or not torch.distributed.is_nccl_available()
+                                                  or torch.cuda.device_count() < WORLD_SIZE,
+                                                  reason=f"NCCL needs {WORLD_SIZE} CUDA devices")),
+]
 
 
 # ----------------------------------------------------------------------------- training scenarios
-def _model_and_data():
+def _model_and_data(device):
     from normkit.demo import DemoConfig, TinyLlama, batches
 
     import normkit
@@ -39,7 +54,7 @@ def _model_and_data():
     torch.manual_seed(0)
     model = TinyLlama(config.vocab, config.hidden, config.layers, config.heads)
     assert normkit.patch(model) == 3
-    return model, batches(config)
+    return model.to(device), [tokens.to(device) for tokens in batches(config)]
 
 
 def _train(model, data, shard=None):
@@ -53,8 +68,8 @@ def _train(model, data, shard=None):
         optimizer.step()
 
 
-def _reference_parameters():
-    model, data = _model_and_data()
+def _reference_parameters(device):
+    model, data = _model_and_data(device)
     _train(model, data)
     return {name: p.detach() for name, p in model.named_parameters()}
 
@@ -68,16 +83,22 @@ def _compare(parameters, reference):
 def scenario_ddp(rank, mesh, reference):
     from torch.nn.parallel import DistributedDataParallel
 
-    model, data = _model_and_data()
-    ddp = DistributedDataParallel(model)
-    _train(ddp, data, shard=rank)
-    _compare({name: p.detach() for name, p in model.named_parameters()}, reference)
+    device = mesh.device_type
+    runs = []
+    for _ in range(2):
+        model, data = _model_and_data(device)
+        ddp = DistributedDataParallel(model, device_ids=[rank] if device == "cuda" else None)
+        _train(ddp, data, shard=rank)
+        runs.append({name: p.detach() for name, p in model.named_parameters()})
+    _compare(runs[0], reference)
+    for name, p in runs[0].items():  # deterministic per rank: the same run twice, the same bits
+        assert torch.equal(p, runs[1][name]), f"{name} differs between two identical DDP runs"
 
 
 def scenario_fsdp2(rank, mesh, reference):
     from torch.distributed.fsdp import fully_shard
 
-    model, data = _model_and_data()
+    model, data = _model_and_data(mesh.device_type)
     for block in model.blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
@@ -96,6 +117,7 @@ def _dtensor_case(mesh, norm, placement, with_bias, with_residual):
     g = torch.Generator().manual_seed(1)
     x, residual, dy = (torch.randn(2, 6, 32, generator=g) for _ in range(3))  # (B, S, N), S uneven over 4
     weight, bias = 1 + 0.1 * torch.randn(32, generator=g), 0.1 * torch.randn(32, generator=g)
+    x, residual, dy, weight, bias = (t.to(mesh.device_type) for t in (x, residual, dy, weight, bias))
     params = (weight, bias) if with_bias else (weight,)
     prenorm = {"residual": residual, "prenorm": True} if with_residual else {}
 
@@ -143,15 +165,15 @@ def scenario_rejects(rank, mesh, reference):
 
     import normkit.distributed as nd
 
-    x = torch.randn(2, 4, 32)
-    weight = distribute_tensor(torch.ones(32), mesh, [Replicate()])
+    x = torch.randn(2, 4, 32, device=mesh.device_type)
+    weight = distribute_tensor(torch.ones(32, device=mesh.device_type), mesh, [Replicate()])
     for placement in (Shard(2), Shard(-1)):
         with pytest.raises(ValueError, match="reduces over"):
             nd.rms_norm(distribute_tensor(x, mesh, [placement]), weight)
     with pytest.raises(ValueError, match="Partial"):
         nd.rms_norm(DTensor.from_local(x, mesh, [Partial()]), weight)
     with pytest.raises(ValueError, match="Replicate on every mesh dimension"):
-        nd.layer_norm(distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(torch.ones(32), mesh, [Shard(0)]))
+        nd.layer_norm(distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(torch.ones(32, device=mesh.device_type), mesh, [Shard(0)]))
     import normkit  # the plain entry points point to normkit.distributed instead of failing obscurely
     with pytest.raises(TypeError, match="x is a DTensor: call normkit.distributed"):
         normkit.rms_norm(distribute_tensor(x, mesh, [Shard(1)]), weight.to_local())
@@ -163,18 +185,32 @@ SCENARIOS = {"ddp": scenario_ddp, "fsdp2": scenario_fsdp2, "dtensor": scenario_d
 
 
 # ----------------------------------------------------------------------------- launcher
-def _worker(rank, store_path, result_dir):
-    os.environ.update(LAUNCH_ENV)  # before triton / normkit are imported in this process
+def _set_env(env):
+    """Apply `env` (None removes a variable); return what it replaced, in the same form."""
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    return saved
+
+
+def _worker(rank, backend, store_path, result_dir):
+    _set_env(LAUNCH_ENV[backend])  # before triton / normkit are imported in this process
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
+    device = "cuda" if backend == "nccl" else "cpu"
+    if device == "cuda":
+        torch.cuda.set_device(rank)
     store = dist.FileStore(store_path, WORLD_SIZE)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=WORLD_SIZE,
-                            timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(backend, store=store, rank=rank, world_size=WORLD_SIZE,
+                            timeout=datetime.timedelta(seconds=120))
     results = {}
     try:
-        mesh = init_device_mesh("cpu", (WORLD_SIZE,))
-        reference = _reference_parameters()
+        mesh = init_device_mesh(device, (WORLD_SIZE,))
+        reference = _reference_parameters(device)
         for name, scenario in SCENARIOS.items():
             try:
                 scenario(rank, mesh, reference)
@@ -188,21 +224,17 @@ def _worker(rank, store_path, result_dir):
         dist.destroy_process_group()
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def outcomes(request, tmp_path_factory):
     import torch.multiprocessing as mp
 
-    directory = tmp_path_factory.mktemp("distributed")
-    saved = {k: os.environ.get(k) for k in LAUNCH_ENV}
-    os.environ.update(LAUNCH_ENV)  # spawned children inherit it
+    backend = request.param
+    directory = tmp_path_factory.mktemp(f"distributed_{backend}")
+    saved = _set_env(LAUNCH_ENV[backend])  # spawned children inherit it
     try:
-        mp.spawn(_worker, args=(str(directory / "store"), str(directory)), nprocs=WORLD_SIZE, join=True)
+        mp.spawn(_worker, args=(backend, str(directory / "store"), str(directory)), nprocs=WORLD_SIZE, join=True)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k)
-            else:
-                os.environ[k] = v
+        _set_env(saved)
     return [json.loads((directory / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
 
 
