@@ -55,10 +55,10 @@ for step in $STEPS; do
       echo "pytest (exit $?):"; grep -E "passed|failed|error|launch configurations|heuristics, |missed" "$OUT/pytest.log"
       ;;
     sweep)  # no sanitizer: warms Triton's cache for the sanitizer runs and checks every result
-      timeout 90 $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
+      timeout ${SWEEP_LIMIT:-90} $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
       echo "sweep (exit $?):"; grep -E "FAIL|sanitize_sweep:" "$OUT/sweep.log" | tail -5
       ;;
-    memcheck)       run_sanitizer memcheck 80 memcheck --split exclude ;;
+    memcheck)       run_sanitizer memcheck ${MEMCHECK_LIMIT:-80} memcheck --split exclude ;;
     memcheck_split) run_sanitizer memcheck 30 memcheck_split --split only --families rms,layer_norm ;;
     racecheck)      run_sanitizer racecheck 60 racecheck --split exclude --widths lo --families rms,layer_norm ;;
     initcheck)      run_sanitizer initcheck 50 initcheck --split exclude --widths lo ;;
