@@ -22,11 +22,14 @@ class TileConfig:
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
+    prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
 
     def __post_init__(self):
         if self.split and not self.one_tile:
             raise ValueError("a split config holds each part of a row in registers: it needs one_tile=True, "
                              f"got {self}")
+        if self.prefetch and not self.one_tile:
+            raise ValueError(f"prefetch holds the next row block in registers: it needs one_tile=True, got {self}")
 
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):

@@ -23,7 +23,7 @@ finer (a finer key costs one more normal launch, never a wrong kernel):
       divisibility attribute);
     - int: ``== 1`` (Triton turns it into the constexpr 1), otherwise the integer type
       (i32 in [-2³¹, 2³¹), i64 in [-2⁶³, 2⁶³), else u64) and ``% 16 == 0`` ("D");
-    - float (fp32, value not specialised), bool (u1, not specialised), None (constexpr None).
+    - float (fp32, or the type the parameter is annotated with; value not specialised), bool (u1, not specialised), None (constexpr None).
   Per-parameter settings (`do_not_specialize`, `do_not_specialize_on_alignment`, annotations)
   only *drop* value specialization, so this key stays at least as fine as Triton's for them.
   Anything else (numpy scalars, tuples, descriptors, tensor subclasses Triton may treat

@@ -187,7 +187,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
             HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
             COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
-            SPLIT=cfg.next_power_of_2(parts), num_warps=config.num_warps, num_stages=config.num_stages,
+            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, num_warps=config.num_warps,
+            num_stages=config.num_stages,
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:

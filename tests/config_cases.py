@@ -58,7 +58,8 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
 def describe(config: cfg.TileConfig) -> str:
     mode = ("split_rows" if getattr(config, "split", False) else "one_tile") if config.one_tile else "column_tiles"
     return (f"BLOCK_M={config.block_m} BLOCK_N={config.block_n} {mode} warps={config.num_warps} "
-            f"stages={config.num_stages} programs/SM={config.programs_per_sm}")
+            f"stages={config.num_stages} programs/SM={config.programs_per_sm}"
+            + (" prefetch" if getattr(config, "prefetch", False) else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,7 @@ class ConfigProblem:
     def label(self) -> str:
         kind = "bwd" if self.backward else "fwd"
         mode = "split" if self.split else ("one" if self.config.one_tile else "col")
+        mode += "pf" if getattr(self.config, "prefetch", False) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 

@@ -20,7 +20,8 @@ def test_every_kernel_family_compiles_for_sm90():
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_check.py")], env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
-    # 5 dtype/flag sets × (fwd + bwd saved/recomputed) = 15, 3 of them with the split-row backward
-    # (saved/recomputed) = 6, and the finisher
-    assert out.stdout.count("ok    ") == 22 and "FAIL" not in out.stdout, out.stdout
-    assert out.stdout.count(" split ") == 6, out.stdout
+    # 5 dtype/flag sets × (fwd + bwd saved/recomputed) = 15; the 3 whole-row sets also with the
+    # split-row, prefetching and split + prefetching backward (saved/recomputed) = 18; the finisher
+    assert out.stdout.count("ok    ") == 34 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
+    assert out.stdout.count(" prefetch ") == 12, out.stdout

@@ -223,6 +223,31 @@ def test_eps_zero_public_api_matches_pytorch():
         normkit.rms_norm(x, weight, eps=-1e-6)
 
 
+@pytest.mark.parametrize("norm", ["rms_norm", "layer_norm"])
+def test_float64_keeps_eps_and_weight_offset_in_float64(norm):
+    """Regression (found on the H200 by test_properties): Triton passes a Python float to a compiled
+    kernel as float32, so eps = 1e-5 became 9.99999974e-6 and float64 LayerNorm on rows with mean 3
+    and variance 1e-4 was off by 3.8e-12 relative (tolerance 1e-13). The kernels now take doubles.
+    weight_offset = 0.1 is not a float32 value either (2e-9 relative if rounded)."""
+    g = torch.Generator().manual_seed(7)
+    x = (3.0 + 0.01 * torch.randn(6, 1867, generator=g, dtype=torch.float64)).to(DEVICE)
+    weight = (0.9 + 0.1 * torch.randn(1867, generator=g, dtype=torch.float64)).to(DEVICE)
+    dy = torch.randn(6, 1867, generator=g, dtype=torch.float64).to(DEVICE)
+    offset = {"weight_offset": 0.1} if norm == "rms_norm" else {}
+    leaves = [x.clone().requires_grad_(), weight.clone().requires_grad_()]
+    getattr(normkit, norm)(*leaves, eps=1e-5, **offset).backward(dy)
+    ref = [x.cpu().clone().requires_grad_(), weight.cpu().clone().requires_grad_()]
+    if norm == "rms_norm":
+        y_ref = torch.nn.functional.rms_norm(ref[0], (1867,), ref[1] + 0.1, eps=1e-5)
+    else:
+        y_ref = torch.nn.functional.layer_norm(ref[0], (1867,), ref[1], eps=1e-5)
+    y_ref.backward(dy.cpu())
+    y = getattr(normkit, norm)(x, weight, eps=1e-5, **offset)
+    for what, got, want in (("y", y, y_ref), ("dx", leaves[0].grad, ref[0].grad), ("dweight", leaves[1].grad, ref[1].grad)):
+        err = ((got.cpu() - want).norm() / want.norm()).item()
+        assert err < 1e-13, f"{norm} {what}: relative error {err:.2e}"
+
+
 # ----------------------------------------------------------------------------- concurrency
 def _job_inputs(kind, n, seed):
     m = 24

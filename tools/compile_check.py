@@ -33,16 +33,24 @@ def _signature(kernel, dtype, pointer_names, constexprs):
         elif name in pointer_names:
             sig[name] = pointer_names[name].replace("T", dtype)
         elif name in ("eps", "weight_offset"):
-            sig[name] = "fp32"
+            sig[name] = "fp64"  # annotated tl.float64 in the kernels (Triton's launcher packs doubles)
         else:
             sig[name] = "i32"
     return sig
+
+
+# float64 arithmetic in a kernel that computes in float32 (e.g. a double scalar promoting a float
+# expression): only conversions of the double arguments may mention f64 there.
+F64_ARITHMETIC = re.compile(r"^\s*(add|sub|mul|fma|div|sqrt|rsqrt|rcp|max|min|neg|abs)(\.[a-z]+)*\.f64", re.M)
 
 
 def compile_one(kernel, dtype, pointers, constexprs, num_warps):
     """Compile for sm_90; return (registers, spill bytes) from ptxas -v."""
     src = ASTSource(kernel, _signature(kernel, dtype, pointers, constexprs), constexprs)
     compiled = triton.compile(src, target=TARGET, options={"num_warps": num_warps})
+    if dtype != "fp64" and F64_ARITHMETIC.search(compiled.asm["ptx"]):
+        raise AssertionError(f"float64 arithmetic in a {dtype} kernel: "
+                             f"{F64_ARITHMETIC.search(compiled.asm['ptx']).group(0).strip()}")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(compiled.asm["ptx"])
     out = subprocess.run([PTXAS, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.devnull],
@@ -77,12 +85,21 @@ def cases():
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",
                    norm_bwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
-                        SPLIT=1), 8)
+                        SPLIT=1, PREFETCH=False), 8)
             if one_tile:  # split rows: each part a whole-row tile, the parts exchanging row sums
                 yield (f"bwd {dtype} split rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
-                            RECOMPUTE_STATS=recompute, SPLIT=8), 16)
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False), 16)
+                # the next row block's tile loaded ahead (whole rows; split parts)
+                yield (f"bwd {dtype} prefetch rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
+                            SPLIT=1, PREFETCH=True), 8)
+                yield (f"bwd {dtype} split prefetch rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=True), 16)
     yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
 

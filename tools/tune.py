@@ -63,6 +63,8 @@ def main():
     p.add_argument("--max-tile", type=int, default=16384, help="largest tile (elements) tried")
     p.add_argument("--split", choices=["no", "also", "only"], default="also",
                    help="backward: also (or only) try split-row configs")
+    p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
+                   help="backward, whole-row tiles: also (or only) try prefetching the next row block")
     args = p.parse_args()
     if args.kind == "fwd" and args.family == "fused_add":
         p.error("--family fused_add is a backward sweep here (the forward's residual is not wired in)")
@@ -108,6 +110,9 @@ def main():
                    for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
         if args.kind == "bwd" and args.split != "no":
             configs += [(c, 1) for c in split_candidates(n)]
+        if args.kind == "bwd" and args.prefetch != "no":
+            fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs if c.one_tile and not c.prefetch]
+            configs = fetched if args.prefetch == "only" else configs + fetched
         configs.insert(0, (default, default.programs_per_sm))
         with torch.cuda.stream(side):
             for c, pp in configs:

@@ -62,6 +62,18 @@ def _load_tile(X, DY, W, x_offs, dy_offs, w_offs, mask, col_mask, weight_offset,
 
 
 @triton.jit
+def _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
+               stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr):
+    """(h, dy) of one row block of one head, as stored (not upcast); rows past the end load 0."""
+    local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows64 = local.to(tl.int64) * HEADS + head
+    mask = (local < head_rows)[:, None] & col_mask[None, :]
+    h = tl.load(X + rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col, mask=mask, other=0.0)
+    dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask, other=0.0)
+    return h, dy
+
+
+@triton.jit
 def _accumulate_partial(PARTIAL, offs, mask, contribution):
     """PARTIAL[offs] += contribution, by the row's one owner program."""
     tl.store(PARTIAL + offs, tl.load(PARTIAL + offs, mask=mask, other=0.0) + contribution, mask=mask)
@@ -75,7 +87,7 @@ def norm_bwd_kernel(
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
     stride_dres_row, stride_dres_col, stride_dx_row,
-    eps, weight_offset,
+    eps: tl.float64, weight_offset: tl.float64,  # doubles: see forward.py's docstring
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     ONE_TILE: tl.constexpr,
@@ -87,7 +99,10 @@ def norm_bwd_kernel(
     COMPUTE_DTYPE: tl.constexpr,
     X_HAT_DTYPE: tl.constexpr,
     SPLIT: tl.constexpr = 1,  # power of two ≥ the number of column parts of a row (1: no split)
+    PREFETCH: tl.constexpr = False,  # ONE_TILE: load the next row block's h and dy before this one's math
 ):
+    eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
+    weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     pid = tl.program_id(0)
     head = tl.program_id(1)
     num_programs = tl.num_programs(0)
@@ -108,6 +123,12 @@ def norm_bwd_kernel(
         col_mask = cols < N
         dw_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         db_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
+        # The same columns in every row block: the weight is loaded once.
+        if HAS_WEIGHT:
+            w = tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+        if PREFETCH:
+            next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
+                                         stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
     elif HAS_WEIGHT or HAS_BIAS:
         zeros = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N):
@@ -128,11 +149,24 @@ def norm_bwd_kernel(
         dx_rows = rows64[:, None] * stride_dx_row
 
         # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
+        if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
+            rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+            if not IS_RMS_NORM:
+                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
         if ONE_TILE:
             mask = row_mask[:, None] & col_mask[None, :]
-            h, dy, g = _load_tile(X, DY, W, x_rows + cols[None, :] * stride_x_col,
-                                  dy_rows + cols[None, :] * stride_dy_col, w_row + cols, mask, col_mask,
-                                  weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+            if PREFETCH:  # this block's tile arrived during the previous block's math; start the next
+                h, dy = next_h, next_dy
+                next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols, col_mask,
+                                             stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+            else:
+                h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
+                                   stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+            h = h.to(COMPUTE_DTYPE)
+            dy = dy.to(COMPUTE_DTYPE)
+            g = dy
+            if HAS_WEIGHT:
+                g = dy * w[None, :]
             sum_gh = tl.sum(g * h, axis=1)
             sum_g = tl.sum(g, axis=1)
             if RECOMPUTE_STATS:
@@ -144,13 +178,16 @@ def norm_bwd_kernel(
                     centered = tl.where(mask, h - mean[:, None], 0.0)
                     var = tl.sum(centered * centered, axis=1) / N
             if SPLIT > 1:
-                sum_gh, sum_g, mean, var = exchange_row_sums(
+                sum_gh, sum_g, row_mean, var = exchange_row_sums(
                     XCHG, COUNTER, group, (row_block - pid) // num_programs, part, parts, N, h, mask, sum_gh, sum_g,
                     IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE)
+                if RECOMPUTE_STATS:  # (otherwise the saved mean, loaded above, stays)
+                    mean = row_mean
         else:
             sum_gh = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            if RECOMPUTE_STATS:  # (saved statistics were loaded above)
+                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             for start in tl.range(0, N, BLOCK_N):
                 c = start + cols
@@ -167,12 +204,8 @@ def norm_bwd_kernel(
 
         if RECOMPUTE_STATS:
             rstd = 1.0 / tl.sqrt(var + eps)
-        else:
-            rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-            if IS_RMS_NORM:
-                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            else:
-                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+        elif IS_RMS_NORM:
+            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
         rstd = tl.where(row_mask, rstd, 0.0)
         # c₁ = Σ(g·ĥ)/N = rstd·(Σ(g·h) − μ·Σg)/N;  c₂ = Σg/N (LayerNorm)
