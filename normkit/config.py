@@ -54,14 +54,28 @@ _COLUMN_TILE_ROWS = 2
 # through L2 while the SM idles, so two rows per exchange halve that cost; 4 × 4096: 720).
 # N = 16384 stays a whole row (149 µs against 157 for the best split).
 _SPLIT_PART = 8192
-_SPLIT_ROWS = 2
-_SPLIT_WARPS = 16
+# Run J (design change 5): with PREFETCH, parts of 1 row on 8 warps won (8192×32768: 606 µs against
+# 682 for 2 rows × 16 warps without; 2048×131072: 691 against 756).
+_SPLIT_ROWS = 1
+_SPLIT_WARPS = 8
+_SPLIT_PREFETCH = True
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
 _BWD_TILE_ELEMENTS = 8192
 # N = 8192: two rows on 16 warps, 1 program per SM (247 µs against 258 for 2 per SM).
 _BWD_WIDE_ROWS = 2
+# Backward, whole rows of 1024 … 8192 with PREFETCH (design change 5, device run J, bf16, µs,
+# against the best config without it in the same sweep): the next row block's loads in flight
+# during this block's math. whole row: (block_m, num_warps, programs_per_sm).
+_BWD_PREFETCH = {
+    1024: (4, 4, 2),  # 16384×1024: 36.3 against 43.5
+    2048: (2, 8, 2),  # 16384×2048: 60.1 against 61.6; 4096×2048: 23.1 against 24.7
+    4096: (2, 16, 1),  # 16384×4096: 108.0 against 139.7 (LayerNorm 113.6 / 175.8, fp32 202 / 224)
+    8192: (1, 16, 1),  # 16384×8192: 206.1 against 256.6
+}
+# Not for rows of 128 (524288×128: 162.7 against 140.7; 64-row tiles are latency-hidden already)
+# nor 16384 (a second row in registers spills: 333.6 against 175.7).
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
 _FWD_TILE_ELEMENTS = 4096
 _MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
@@ -96,6 +110,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
     if backward:
+        if whole in _BWD_PREFETCH:
+            block_m, warps, per_sm = _BWD_PREFETCH[whole]
+            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True)
         if whole <= _BWD_TILE_ELEMENTS // 2:
             block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)
             return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
@@ -104,7 +121,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         if whole <= _MAX_ONE_TILE_BWD:
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
         if cdiv(n, _SPLIT_PART) * heads <= multiprocessors:
-            return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True)
+            return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True,
+                              prefetch=_SPLIT_PREFETCH)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
     if whole <= _MAX_ONE_TILE_FWD:
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))

@@ -103,6 +103,7 @@ def norm_bwd_kernel(
 ):
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
+    KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192
     pid = tl.program_id(0)
     head = tl.program_id(1)
     num_programs = tl.num_programs(0)
@@ -123,8 +124,9 @@ def norm_bwd_kernel(
         col_mask = cols < N
         dw_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         db_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
-        # The same columns in every row block: the weight is loaded once.
-        if HAS_WEIGHT:
+        # The same columns in every row block: the weight is loaded once, except for the widest
+        # rows, where keeping it live spilled (4096×16384: see config._BWD_PREFETCH).
+        if HAS_WEIGHT and KEEP_W:
             w = tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
         if PREFETCH:
             next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
@@ -166,6 +168,8 @@ def norm_bwd_kernel(
             dy = dy.to(COMPUTE_DTYPE)
             g = dy
             if HAS_WEIGHT:
+                if not KEEP_W:
+                    w = tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
                 g = dy * w[None, :]
             sum_gh = tl.sum(g * h, axis=1)
             sum_g = tl.sum(g, axis=1)
