@@ -129,6 +129,22 @@ def _row(impl, fwd, bwd, **extra):
     return row
 
 
+def test_geomean_speedup_over_the_best_peer():
+    # shape A: best peer 40 vs ours 20 (2×); shape B: best peer 10 vs ours 20 (0.5×); shape C: no
+    # peer time (a peer failed) and shape D: we failed — both left out. Geomean of 2 and 0.5 = 1.
+    results = [_row("normkit", 1e-5, 20e-6), _row("native", 1e-5, 60e-6), _row("compile", 1e-5, 40e-6),
+               _row("normkit", 1e-5, 20e-6, n=4096), _row("compile", 1e-5, 10e-6, n=4096),
+               _row("normkit", 1e-5, 20e-6, n=8192), {"impl": "liger", "dtype": "torch.bfloat16", "m": 4096,
+                                                       "n": 8192, "error": "RuntimeError: too wide"},
+               {"impl": "normkit", "dtype": "torch.bfloat16", "m": 4096, "n": 16384, "error": "x"},
+               _row("native", 1e-5, 9e-6, n=16384)]
+    speedup, shapes = output.geomean_speedup(results, "bwd")
+    assert shapes == 2 and abs(speedup - 1.0) < 1e-12
+    assert output.geomean_speedup(results[:1], "bwd") is None
+    markdown = output.render_markdown(results, {"device": "NVIDIA H200"})
+    assert "Geomean backward speedup of normkit over the best measured peer: **1.00×** (2 shapes)" in markdown
+
+
 def test_markdown_rendering():
     results = [_row("normkit", 9e-6, 30e-6), _row("compile", 10e-6, 29e-6, bwd_method="do_bench"),
                {"impl": "liger", "dtype": "torch.bfloat16", "m": 4096, "n": 2048,

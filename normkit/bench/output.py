@@ -4,9 +4,10 @@ Pure functions of the result rows (dicts, see `normkit.bench.cli`) apart from th
 Rows of several families (their "family" key; RMSNorm when absent) get a section each.
 """
 
+import math
 import sys
 from collections import defaultdict
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .timing import PASS_TENSORS
 
@@ -153,6 +154,20 @@ def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
     return "\n".join(lines)
 
 
+def geomean_speedup(results: Sequence[Dict], key: str, ours: str = "normkit") -> Optional[Tuple[float, int]]:
+    """(geometric mean over shapes of best peer time / our time, shapes counted) for one pass:
+    only shapes where we and at least one peer have a time; None when there are none."""
+    logs = []
+    for by_impl in _by_shape(results).values():
+        mine = by_impl.get(ours)
+        peers = [r[f"{key}_s"] for name, r in by_impl.items()
+                 if name != ours and not r.get("error") and r.get(f"{key}_s")]
+        if mine is None or mine.get("error") or not mine.get(f"{key}_s") or not peers:
+            continue
+        logs.append(math.log(min(peers) / mine[f"{key}_s"]))
+    return (math.exp(sum(logs) / len(logs)), len(logs)) if logs else None
+
+
 def _family_markdown(family: str, results: Sequence[Dict]) -> List[str]:
     """The backward, forward and eager tables of one family's rows."""
     impls = list(dict.fromkeys(r["impl"] for r in results))
@@ -160,6 +175,10 @@ def _family_markdown(family: str, results: Sequence[Dict]) -> List[str]:
     lines = []
     for key, title in (("bwd", "Backward"), ("fwd", "Forward")):
         lines += [f"### {title} ({tensors[key]}·M·N·s bytes)", "", _pass_table(results, impls, key), ""]
+        speedup = geomean_speedup(results, key)
+        if speedup is not None:
+            lines += [f"Geomean {title.lower()} speedup of normkit over the best measured peer: "
+                      f"**{speedup[0]:.2f}×** ({speedup[1]} shapes)", ""]
     lines += ["### Eager wall time per call, µs (fwd / fwd+bwd through torch.autograd.grad)", ""]
     rows = []
     for label, by_impl in _by_shape(results).items():
