@@ -8,7 +8,9 @@ The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
 import functools
-from typing import List, Optional, Tuple
+import threading
+import warnings
+from typing import Callable, List, Optional, Tuple
 
 import torch
 
@@ -88,6 +90,58 @@ def _split_buffers(config: cfg.TileConfig, parts: int, groups: int, dtype: torch
             torch.zeros((groups,), dtype=torch.int32, device=device))
 
 
+class CompileFallbackWarning(RuntimeWarning):
+    """A launch configuration failed to compile for the GPU; normkit ran a conservative one."""
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_errors() -> tuple:
+    """What Triton raises when a configuration cannot be built for the device: the front end
+    (CompilationError), ptxas (PTXASError), or loading (OutOfResources: shared memory, registers).
+    Imported on first use: importing normkit does not import triton (TRITON_INTERPRET may be set later)."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return CompilationError, PTXASError, OutOfResources
+
+# The conservative configurations: one row, 1024-column tiles, 4 warps (registers and shared
+# memory well within any CUDA GPU's limits for every dtype; correct for any N and any heads).
+_FALLBACK_FWD = cfg.TileConfig(block_m=1, block_n=1024, one_tile=False, num_warps=4)
+_FALLBACK_BWD = cfg.TileConfig(block_m=1, block_n=1024, one_tile=False, num_warps=4, programs_per_sm=1)
+_failed_configs = set()  # (what was compiled, config) that failed: later calls go straight to the fallback
+_failed_lock = threading.Lock()
+
+
+def _dtypes(*tensors: Optional[Tensor]) -> tuple:
+    return tuple(None if t is None else t.dtype for t in tensors)
+
+
+def _run_compiled(run: Callable[[cfg.TileConfig], None], config: cfg.TileConfig, fallback: cfg.TileConfig,
+                  what: tuple) -> None:
+    """run(config); when the GPU compiler rejects that configuration, warn (once for each
+    configuration and kernel specialization `what`) and run(fallback) instead. Compilation
+    happens before the kernel touches memory, so nothing was written when the fallback starts;
+    other errors (and a failure of the fallback itself) propagate."""
+    if _failed_configs and (_freeze(what), config) in _failed_configs:  # key built only after a failure
+        return run(fallback)
+    try:
+        return run(config)
+    except _compile_errors() as err:
+        if config == fallback:
+            raise
+        with _failed_lock:
+            _failed_configs.add((_freeze(what), config))
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        warnings.warn(f"normkit: the {what[0]} kernel failed to compile for {config} "
+                      f"({type(err).__name__}: {first_line}); using {fallback} instead",
+                      CompileFallbackWarning, stacklevel=3)
+    return run(fallback)
+
+
+def _freeze(what: tuple) -> tuple:
+    return tuple(tuple(part.items()) if isinstance(part, dict) else part for part in what)
+
+
 def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
                mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
@@ -114,6 +168,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
     weight, bias = _contiguous(weight), _contiguous(bias)
+    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
+                 HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
+                 STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
+                 X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype))
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
     if x.dtype == torch.float64 and interpret():
         # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
@@ -124,17 +182,19 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         if residual_out is not None and residual_out.dtype == torch.bfloat16:
             staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
             residual_out = staged[-1][1]
-    with _device_guard(x.device):
+
+    def run(config: cfg.TileConfig) -> None:
         launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),),
             x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
             x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
             out.stride(0), _stride(residual_out, 0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
-            HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
-            STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
-            X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype), num_warps=config.num_warps, num_stages=config.num_stages,
+            num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )
+
+    with _device_guard(x.device):
+        _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
+                      ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out)))
     for destination, stand_in in staged:
         destination.copy_(stand_in)
 
@@ -172,23 +232,26 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms),
                              m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
-    programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
-    parts = cfg.split_parts(config, n)
     acc = reference.compute_dtype(x.dtype)
-    dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
-    db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
-    xchg, counter = _split_buffers(config, parts, programs * heads, acc, x.device) if parts > 1 else (None, None)
-    with _device_guard(x.device):
+    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
+                 HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
+                 COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype))
+
+    def run(config: cfg.TileConfig) -> None:
+        # Every buffer is allocated before the first launch: an out-of-memory error leaves the
+        # caller's dx, dweight and dbias untouched.
+        programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
+        parts = cfg.split_parts(config, n)
+        dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
+        db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
+        xchg, counter = _split_buffers(config, parts, programs * heads, acc, x.device) if parts > 1 else (None, None)
         launch(kernels().norm_bwd_kernel, (programs * parts, heads),
             x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, counter, m, n, heads,
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
-            HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
-            COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, num_warps=config.num_warps,
-            num_stages=config.num_stages,
+            num_stages=config.num_stages, **flags,
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:
@@ -197,6 +260,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                     partial, grad, programs, heads * n,
                     BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
                 )
+
+    with _device_guard(x.device):
+        _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),
+                      ("bwd", flags, x.dtype, dy.dtype, dx.dtype, _dtypes(weight, dweight, dbias, dresidual_out, rstd)))
 
 
 # ----------------------------------------------------------------------------- custom ops
