@@ -3,11 +3,9 @@
 #   both GPUs  tests/test_distributed.py (gloo on CPU and NCCL, one GPU a rank)        -> distributed.log
 #   GPU 1      tools/device_g.sh over the GPU test files not yet re-run since fixes    -> <file>.log
 #   GPU 0      tools/device_reliability.sh (sanitizers, > 2**31 elements, ...)         -> see that script
-set -o pipefail
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source tools/device_env.sh
 nvidia-smi -L
 python3 -c 'import torch; print("cuda devices", torch.cuda.device_count(), torch.__version__)'
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 ( PYTHONPATH=/tmp/site:$PWD timeout ${DIST_LIMIT:-300} python3 -m pytest tests/test_distributed.py -v -p no:cacheprovider -rfE \
     > $OUT/distributed.log 2>&1; echo "distributed rc=$? $(tail -1 $OUT/distributed.log)" ) &
 ( CUDA_VISIBLE_DEVICES=1 FILES="${FILES:-test_challenge_grader test_patch test_demo test_report test_validation}" \

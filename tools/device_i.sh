@@ -3,10 +3,7 @@
 # then tuning sweeps (fp32, QK-norm rows, LayerNorm, fused add). GPU 1: the correctness jobs that
 # timed out in run H under three-way compile contention (reliability tests, test_patch, sweep +
 # memcheck), each with a longer limit. Logs are packed into $OUT/logs.tar.gz (8 files come back).
-set -o pipefail
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD
+source tools/device_env.sh
 L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0

@@ -2,10 +2,7 @@
 # Device run J (session 3, nvidia-h200-x2). GPU 0 alone: prefetch sweeps (design change 5: the
 # next row block's loads issued before this block's math), fp32 / LayerNorm tiles, split parts.
 # GPU 1: the GPU test files touched by the float64-scalar fix and the kernel edits.
-set -o pipefail
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD
+source tools/device_env.sh
 L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0

@@ -2,10 +2,7 @@
 # Device run K (session 3, nvidia-h200-x2): after design change 5 (prefetching backward heuristics).
 # GPU 0 alone: the side-by-side benchmark of every family. GPU 1: GPU tests of every heuristic
 # configuration (forced), split rows, reliability.
-set -o pipefail
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD
+source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 250 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
