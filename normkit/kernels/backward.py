@@ -40,6 +40,15 @@ and the result is bitwise reproducible. XCHG is double-buffered by iteration par
 only overwrite a slot after every part passed the next exchange, i.e. after all of them read it.
 All programs must be resident at once (the launcher keeps the grid within one program per SM);
 Triton's interpreter runs programs one after another, so it cannot run this path.
+
+Prefetch (PREFETCH, with ONE_TILE, split or not). A persistent program's loop otherwise leaves
+nothing in flight while it reduces and computes a row block. With PREFETCH it holds the next row
+block's h and dy (as stored, e.g. bf16) in registers and issues their loads before this block's
+math, so HBM is always being read: a software pipeline of depth two, by hand (the loop's
+num_stages did not overlap them: this ran 10-20 % faster, BENCHMARKS.md design change 5). The
+last iteration's "next" rows are past the end and their loads are masked off. With whole rows
+the weight is loaded once per program (KEEP_W), except for the widest rows without prefetch,
+where keeping it live spilled.
 """
 
 import triton
