@@ -117,20 +117,22 @@ def _dtypes(*tensors: Optional[Tensor]) -> tuple:
 
 
 def _run_compiled(run: Callable[[cfg.TileConfig], None], config: cfg.TileConfig, fallback: cfg.TileConfig,
-                  what: tuple) -> None:
+                  specialization: Callable[[], tuple]) -> None:
     """run(config); when the GPU compiler rejects that configuration, warn (once for each
-    configuration and kernel specialization `what`) and run(fallback) instead. Compilation
-    happens before the kernel touches memory, so nothing was written when the fallback starts;
-    other errors (and a failure of the fallback itself) propagate."""
-    if _failed_configs and (_freeze(what), config) in _failed_configs:  # key built only after a failure
+    configuration and kernel specialization) and run(fallback) instead. Compilation happens
+    before the kernel touches memory, so nothing was written when the fallback starts; other
+    errors (and a failure of the fallback itself) propagate. `specialization()` names what was
+    compiled (kernel, flags, dtypes); it is only called once something has failed."""
+    if _failed_configs and (_freeze(specialization()), config) in _failed_configs:
         return run(fallback)
     try:
         return run(config)
     except _compile_errors() as err:
         if config == fallback:
             raise
+        what = _freeze(specialization())
         with _failed_lock:
-            _failed_configs.add((_freeze(what), config))
+            _failed_configs.add((what, config))
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
         warnings.warn(f"normkit: the {what[0]} kernel failed to compile for {config} "
                       f"({type(err).__name__}: {first_line}); using {fallback} instead",
@@ -194,7 +196,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
-                      ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out)))
+                      lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out)))
     for destination, stand_in in staged:
         destination.copy_(stand_in)
 
@@ -263,7 +265,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),
-                      ("bwd", flags, x.dtype, dy.dtype, dx.dtype, _dtypes(weight, dweight, dbias, dresidual_out, rstd)))
+                      lambda: ("bwd", flags, x.dtype, dy.dtype, dx.dtype,
+                               _dtypes(weight, dweight, dbias, dresidual_out, rstd)))
 
 
 # ----------------------------------------------------------------------------- custom ops

@@ -10,3 +10,8 @@ timeout 120 python3 -m pytest tests/test_failure_paths.py -q -p no:cacheprovider
 echo "failure paths rc=$? $(tail -1 $OUT/failure_paths.log)"
 timeout 90 python3 -m normkit challenge rms-norm-backward --action submit > $OUT/challenge.log 2>&1; tail -4 $OUT/challenge.log
 timeout 60 python3 tools/profile_host.py > $OUT/profile.log 2>&1; tail -8 $OUT/profile.log
+# (5) issue #3 leads from BENCHMARKS.md "Open gaps": N = 16384 as 2 split parts with prefetch;
+# the fused-add backward with prefetch configs of its own.
+timeout 80 python3 tools/tune.py --kind bwd --split only --prefetch also --shapes 4096x16384 > $OUT/tune_16k.log 2>&1
+timeout 60 python3 tools/tune.py --kind bwd --family fused_add --split no --ppsm 1,2 --prefetch only --shapes 16384x4096 > $OUT/tune_fa.log 2>&1
+grep -h -A2 "heuristic" $OUT/tune_16k.log $OUT/tune_fa.log
