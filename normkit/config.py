@@ -136,6 +136,13 @@ def fit_block_m(config: TileConfig, m: int) -> TileConfig:
     block_m = min(config.block_m, next_power_of_2(max(m, 1)))
     if block_m == config.block_m:
         return config
+    return _with_block_m(config, block_m)
+
+
+@functools.lru_cache(maxsize=1024)
+def _with_block_m(config: TileConfig, block_m: int) -> TileConfig:
+    # dataclasses.replace costs ~3 µs a call here (it re-runs __init__ and __post_init__); the
+    # variety is small (configs × powers of two below their BLOCK_M), so it is computed once.
     return dataclasses.replace(config, block_m=block_m)
 
 
