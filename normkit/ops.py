@@ -169,6 +169,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret()), m)
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
+    if config.prefetch:
+        raise ValueError(f"config.prefetch is a backward option (the forward has no row loop to "
+                         f"prefetch in), got {config}")
     weight, bias = _contiguous(weight), _contiguous(bias)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
                  HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,

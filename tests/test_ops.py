@@ -1,5 +1,7 @@
 """rms_norm_fwd / rms_norm_bwd (the quack-aligned ops) against the float64 reference."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -143,17 +145,23 @@ FORCED = [
     cfg.TileConfig(block_m=1, block_n=32, one_tile=False),  # ragged column tiles, one row a block
     cfg.TileConfig(block_m=4, block_n=64, one_tile=False),  # column tiles with stacked rows
     cfg.TileConfig(block_m=8, block_n=128, one_tile=True),  # whole row, stacked, masked tail rows
+    # whole row, the next row block prefetched (backward only; the forward runs it without)
+    cfg.TileConfig(block_m=4, block_n=128, one_tile=True, programs_per_sm=2, prefetch=True),
 ]
 
 
-@pytest.mark.parametrize("config", FORCED, ids=lambda c: f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}")
+def _label(c):
+    return f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}{'-prefetch' if c.prefetch else ''}"
+
+
+@pytest.mark.parametrize("config", FORCED, ids=_label)
 @pytest.mark.parametrize("recompute", [False, True])
 def test_forced_configs_write_every_element(config, recompute, device):
     m, n = 37, 100
     x, w, dy = make_inputs(m, n, torch.float32, device, seed=8)
     out = torch.full((m, n), float("nan"), device=device)
     rstd = torch.full((m,), float("nan"), device=device)
-    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=config)
+    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=dataclasses.replace(config, prefetch=False))
     y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
     assert_matches(out, y_ref, torch.float32, "y")
     assert_matches(rstd, rstd_ref, torch.float32, "rstd")
@@ -188,6 +196,22 @@ def test_offsets_beyond_int32(device):
     w = torch.randn(n, generator=g).half().to(device)
     dy = torch.randn(m, n, generator=g).half().to(device)
     _check_fwd_bwd(x, w, dy, torch.float16)
+    # the prefetching backward computes its row offsets in its own helper (_load_rows)
+    dx = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+    dweight = torch.full((n,), float("nan"), dtype=torch.float16, device=device)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, eps=1e-6,
+                   config=cfg.TileConfig(4096, 8, True, programs_per_sm=2, prefetch=True))
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref, torch.float16, "dx (prefetch)")
+    assert_matches(dweight, dw_ref, torch.float16, "dweight (prefetch)")
+
+
+def test_prefetch_is_a_backward_option_of_whole_rows(device):
+    with pytest.raises(ValueError, match="prefetch holds the next row block in registers: it needs one_tile=True"):
+        cfg.TileConfig(2, 1024, False, prefetch=True)
+    x = torch.randn(4, 64, device=device)
+    with pytest.raises(ValueError, match="config.prefetch is a backward option"):
+        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, prefetch=True))
 
 
 def test_non_contiguous_weight_and_rstd(device):
