@@ -74,6 +74,10 @@ _BWD_PREFETCH = {
     4096: (2, 16, 1),  # 16384×4096: 108.0 against 139.7 (LayerNorm 113.6 / 175.8, fp32 202 / 224)
     8192: (1, 16, 1),  # 16384×8192: 206.1 against 256.6
 }
+# The fused-add backward (HAS_DRESIDUAL: a fourth (M, N) stream, dresidual_out) at N = 4096 wants
+# more programs with fewer bytes each: 1 row × 8 warps, 2 per SM (run M, 16384×4096 bf16: 137.9 µs
+# against 143.2 for the plain RMSNorm choice). Other widths were not swept with a residual.
+_BWD_PREFETCH_RESIDUAL = {4096: (1, 8, 2)}
 # Not for rows of 128 (524288×128: 162.7 against 140.7; 64-row tiles are latency-hidden already)
 # nor 16384 (a second row in registers spills: 333.6 against 175.7).
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
@@ -98,11 +102,13 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0) -> TileConfig:
+def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
+                residual: bool = False) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
+    residual: the backward also reads dresidual_out (fused add), which moves the best tile.
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -111,7 +117,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
                           one_tile=block_n >= n)
     if backward:
         if whole in _BWD_PREFETCH:
-            block_m, warps, per_sm = _BWD_PREFETCH[whole]
+            block_m, warps, per_sm = (_BWD_PREFETCH_RESIDUAL if residual and whole in _BWD_PREFETCH_RESIDUAL
+                                      else _BWD_PREFETCH)[whole]
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True)
         if whole <= _BWD_TILE_ELEMENTS // 2:
             block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)

@@ -234,7 +234,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                 dst.copy_(src.reshape(dst.shape))
         return
     sms = multiprocessor_count(x.device)
-    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms),
+    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
+                                                             residual=dresidual_out is not None),
                              m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)

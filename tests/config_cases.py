@@ -22,6 +22,9 @@ H200_SMS = 132
 # resident programs when cdiv(N, part)·heads ≤ SMs, else column tiles. Enumerated for an H200
 # with plain (N,) weights and with 8 per-head weights (QK-norm): together they reach both.
 GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS))
+# The fused-add backward (a dresidual_out to add) has tiles of its own at some widths: the
+# backward enumeration asks for both.
+RESIDUAL_SCENARIOS = (False, True)
 
 
 def _picker():
@@ -29,9 +32,13 @@ def _picker():
     multiprocessors when the heuristic does."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
     params = inspect.signature(pick).parameters
+    if "residual" in params:
+        return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
+                                                                        multiprocessors=sms, residual=residual)
     if "heads" in params and "multiprocessors" in params:
-        return lambda n, backward, interpret, heads, sms: pick(n, backward, interpret, heads=heads, multiprocessors=sms)
-    return lambda n, backward, interpret, heads, sms: pick(n, backward, interpret)
+        return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
+                                                                        multiprocessors=sms)
+    return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -47,11 +54,13 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
+    residuals = RESIDUAL_SCENARIOS if backward and not interpret else (False,)
     for heads, sms in scenarios:
-        for n in range(1, n_max + 1):
-            config = pick(n, backward, interpret, heads, sms)
-            lo, hi = found.get(config, (n, n))
-            found[config] = (min(lo, n), max(hi, n))
+        for residual in residuals:
+            for n in range(1, n_max + 1):
+                config = pick(n, backward, interpret, heads, sms, residual)
+                lo, hi = found.get(config, (n, n))
+                found[config] = (min(lo, n), max(hi, n))
     return found
 
 

@@ -26,6 +26,7 @@ interpreter, so CI reports the first failing example as drawn).
 """
 
 import collections
+import itertools
 import os
 from typing import Optional
 
@@ -54,8 +55,8 @@ import normkit  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
-from tests.config_cases import (GPU_SCENARIOS, INTERPRET_N_MAX, config_problems, describe,  # noqa: E402
-                                heuristic_configs)
+from tests.config_cases import (GPU_SCENARIOS, INTERPRET_N_MAX, RESIDUAL_SCENARIOS, config_problems,  # noqa: E402
+                                describe, heuristic_configs)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -254,8 +255,10 @@ def test_public_api_matches_float64(case):
         heads = c["param_shape"][0] if c["heads"] else 1
         heuristics = "interpreter" if interpret() else "gpu"
         record(False, cfg.tile_config(shape[-1], False, interpret()), heuristics)
+        # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
-                                     multiprocessors=ops.multiprocessor_count(x.device)), heuristics)
+                                     multiprocessors=ops.multiprocessor_count(x.device),
+                                     residual=bool(c["prenorm"])), heuristics)
 
 
 # ----------------------------------------------------------------------------- launchers, poisoned
@@ -397,7 +400,8 @@ def test_launchers_write_every_element(case):
     if m and config is None:  # what the launchers picked (with the SM count patched above)
         heuristics = "interpreter" if interpret() else "gpu"
         record(False, cfg.tile_config(n, False, interpret()), heuristics)
-        record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"]),
+        record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
+                                     residual=dres is not None),
                heuristics)
 
 
@@ -436,9 +440,9 @@ def test_gpu_heuristics_enumeration():
     for backward in (False, True):
         configs = heuristic_configs(backward)
         for n in (1, 2, 3, 1000, 4097, 16384, 16385, 32768, 32769, 131073, 262144):
-            for heads, sms in GPU_SCENARIOS:
-                picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms)
-                assert picked in configs, (n, heads, picked)
+            for (heads, sms), residual in itertools.product(GPU_SCENARIOS, RESIDUAL_SCENARIOS):
+                picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual)
+                assert picked in configs, (n, heads, residual, picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:

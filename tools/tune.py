@@ -34,10 +34,14 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
             if tile < whole or (warps == 32 and tile < 16384):
                 continue
             out.append(cfg.TileConfig(max(1, tile // whole), whole, True, warps))
+    if whole <= 512:  # short rows (QK-norm): many rows a tile, few warps (one warp may own whole rows)
+        for block_m, warps in itertools.product((8, 16, 32, 64, 128, 256), (1, 2, 4, 8)):
+            if block_m * whole >= 32 * warps * 2:
+                out.append(cfg.TileConfig(block_m, whole, True, warps))
     for block_n, block_m, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2), (4, 8, 16)):
         if block_n < n and block_n * block_m <= 8192:
             out.append(cfg.TileConfig(block_m, block_n, False, warps))
-    return out
+    return list(dict.fromkeys(out))
 
 
 def split_candidates(n):
@@ -103,7 +107,8 @@ def main():
                                                dresidual_out=dres[i], mean=means[i], rstd=rstds[i], eps=1e-6,
                                                is_rms_norm=rms, config=config) for i in range(sets)]
 
-        default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms)
+        default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
+                                  residual=args.family == "fused_add")
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
         ref = outs[0].clone()
