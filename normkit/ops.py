@@ -234,9 +234,9 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                 dst.copy_(src.reshape(dst.shape))
         return
     sms = multiprocessor_count(x.device)
-    config = cfg.fit_block_m(config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
-                                                             residual=dresidual_out is not None),
-                             m // heads)
+    picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
+                                       residual=dresidual_out is not None)
+    config = cfg.fit_block_m(picked, m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,

@@ -10,7 +10,6 @@ reading its constants), so a change to the heuristics changes the list, and the 
 
 import dataclasses
 import functools
-import inspect
 from typing import Dict, List, Tuple
 
 from normkit import config as cfg
@@ -28,17 +27,10 @@ RESIDUAL_SCENARIOS = (False, True)
 
 
 def _picker():
-    """tile_config without its cache (keeps the library's lru_cache small), taking heads and
-    multiprocessors when the heuristic does."""
+    """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    params = inspect.signature(pick).parameters
-    if "residual" in params:
-        return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
-                                                                        multiprocessors=sms, residual=residual)
-    if "heads" in params and "multiprocessors" in params:
-        return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
-                                                                        multiprocessors=sms)
-    return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret)
+    return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
+                                                                    multiprocessors=sms, residual=residual)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -140,7 +132,8 @@ def coverage_lines(interpret: bool = False) -> List[str]:
     lines = []
     for backward in (False, True):
         configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
-        where = "interpreter" if interpret else ("GPU, H200 (132 SMs), heads 1 and 8" if backward else "GPU")
+        gpu = "GPU, H200 (132 SMs), heads 1 and 8, with and without a residual" if backward else "GPU"
+        where = "interpreter" if interpret else gpu
         lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")
         for config, (lo, hi) in sorted(configs.items(), key=lambda item: item[1]):
             lines.append(f"  N {lo:>6} … {hi:<6}  {describe(config)}")
