@@ -104,6 +104,14 @@ def _compile_errors() -> tuple:
 
     return CompilationError, PTXASError, OutOfResources
 
+
+def _is_compile_error(err: BaseException) -> bool:
+    """One of `_compile_errors()`, or a failed MLIR pass pipeline: Triton raises a plain
+    RuntimeError("PassManager::run failed") when one of its GPU passes asserts (seen with Triton
+    3.6's OptimizeThreadLocality). Other RuntimeErrors (CUDA errors among them) are not."""
+    return isinstance(err, _compile_errors()) or (type(err) is RuntimeError and
+                                                  "PassManager::run failed" in str(err))
+
 # The conservative configurations: one row, 1024-column tiles, 4 warps (registers and shared
 # memory well within any CUDA GPU's limits for every dtype; correct for any N and any heads).
 _FALLBACK_FWD = cfg.TileConfig(block_m=1, block_n=1024, one_tile=False, num_warps=4)
@@ -121,14 +129,14 @@ def _run_compiled(run: Callable[[cfg.TileConfig], None], config: cfg.TileConfig,
     """run(config); when the GPU compiler rejects that configuration, warn (once for each
     configuration and kernel specialization) and run(fallback) instead. Compilation happens
     before the kernel touches memory, so nothing was written when the fallback starts; other
-    errors (and a failure of the fallback itself) propagate. `specialization()` names what was
+    errors (and a failure of the fallback itself) propagate (see `_is_compile_error`). `specialization()` names what was
     compiled (kernel, flags, dtypes); it is only called once something has failed."""
     if _failed_configs and (_freeze(specialization()), config) in _failed_configs:
         return run(fallback)
     try:
         return run(config)
-    except _compile_errors() as err:
-        if config == fallback:
+    except Exception as err:
+        if config == fallback or not _is_compile_error(err):
             raise
         what = _freeze(specialization())
         with _failed_lock:

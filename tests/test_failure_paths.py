@@ -8,7 +8,7 @@ CPU the error is injected at each allocation in turn (a stand-in for the `torch`
 normkit.ops); on a GPU a real one is provoked.
 
 Compile failure: when Triton cannot build a launch configuration (CompilationError, PTXASError,
-OutOfResources), normkit warns with `normkit.CompileFallbackWarning` once and runs a conservative
+OutOfResources, or a RuntimeError "PassManager::run failed" from an MLIR pass that asserted), normkit warns with `normkit.CompileFallbackWarning` once and runs a conservative
 configuration; the result is the same function. The interpreter compiles nothing, so on the CPU
 the compiler's errors are injected; on a GPU an impossible tile (2**21 elements, above Triton's
 tensor size limit) is really rejected by the compiler.
@@ -140,10 +140,12 @@ def _compile_error(kind: str) -> Exception:
         return CompilationError("def kernel(): ...", None, "simulated front-end failure")
     if kind == "PTXASError":
         return PTXASError("simulated ptxas failure")
+    if kind == "PassManager":  # what Triton raises when one of its MLIR passes asserts
+        return RuntimeError("PassManager::run failed")
     return OutOfResources(300000, 232448, "shared memory")
 
 
-@pytest.mark.parametrize("kind", ["CompilationError", "PTXASError", "OutOfResources"])
+@pytest.mark.parametrize("kind", ["CompilationError", "PTXASError", "OutOfResources", "PassManager"])
 @pytest.mark.parametrize("norm", ["rms_norm", "layer_norm"])
 def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
     """Whole-row tiles (what the heuristics pick here) 'fail to compile'; the column-tiled

@@ -100,6 +100,28 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
                             RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=True), 16)
+    # Mixed dtypes, with the pointers of disabled flags passed as None (what ops passes): the
+    # specializations the uniform sets above miss. LayerNorm without weight, bf16 h and float32 dy
+    # on column tiles crashed Triton's OptimizeThreadLocality pass (a row sum added to a
+    # loop-carried total with two uses) until the column path summed tiles element-wise.
+    for one_tile in (False, True):
+        block = dict(BLOCK_M=1 if one_tile else 2, BLOCK_N=4096 if one_tile else 1024, ONE_TILE=one_tile,
+                     IS_RMS_NORM=False, COMPUTE_DTYPE=tl.float32, X_HAT_DTYPE=tl.float32)
+        warps = 8 if one_tile else 4
+        for recompute in (False, True):
+            yield (f"bwd mixed one_tile={one_tile} LN no weight bf16 h fp32 dy recompute={recompute}",
+                   norm_bwd_kernel, "bf16", dict(BWD_POINTERS, DY="*fp32"),
+                   dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_DRESIDUAL=True, RECOMPUTE_STATS=recompute,
+                        SPLIT=1, PREFETCH=False, W=None, DW_PARTIAL=None, DB_PARTIAL=None, XCHG=None,
+                        **({"MEAN": None, "RSTD": None} if recompute else {})), warps)
+        yield (f"bwd mixed one_tile={one_tile} rms fp32 weight bf16 h fp16 dy",
+               norm_bwd_kernel, "bf16", dict(BWD_POINTERS, W="*fp32", DY="*fp16"),
+               dict(block, IS_RMS_NORM=True, HAS_WEIGHT=True, HAS_BIAS=True, HAS_DRESIDUAL=False,
+                    RECOMPUTE_STATS=False, SPLIT=1, PREFETCH=False, DRESIDUAL_OUT=None, MEAN=None, XCHG=None), warps)
+        yield (f"fwd mixed one_tile={one_tile} LN no weight bf16 x fp32 residual and y",
+               norm_fwd_kernel, "bf16", dict(FWD_POINTERS, RESIDUAL="*fp32", Y="*fp32", RESIDUAL_OUT="*fp32"),
+               dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_RESIDUAL=True, STORE_RESIDUAL_OUT=True,
+                    STORE_STATS=False, W=None, B=None, MEAN=None, RSTD=None), warps)
     yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
 

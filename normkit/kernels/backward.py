@@ -197,8 +197,12 @@ def norm_bwd_kernel(
                 if RECOMPUTE_STATS:  # (otherwise the saved mean, loaded above, stays)
                     mean = row_mean
         else:
-            sum_gh = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            # g·h and g summed element-wise across the tiles, reduced once after the loop.
+            # (A row sum added to a loop-carried total each tile is what Triton's
+            # OptimizeThreadLocality pass rewrites into this; it asserts when the total has more
+            # than one use, e.g. LayerNorm without weight and dy's dtype ≠ x's: PassManager::run failed.)
+            acc_gh = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+            acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
             if RECOMPUTE_STATS:  # (saved statistics were loaded above)
                 mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
@@ -208,11 +212,13 @@ def norm_bwd_kernel(
                 h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
                                       dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
                                       weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
-                sum_gh += tl.sum(g * h, axis=1)
-                sum_g += tl.sum(g, axis=1)
+                acc_gh += g * h
+                acc_g += g
                 if RECOMPUTE_STATS:
                     mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
                                                 COMPUTE_DTYPE)
+            sum_gh = tl.sum(acc_gh, axis=1)
+            sum_g = tl.sum(acc_g, axis=1)
             var = m2 / N
 
         if RECOMPUTE_STATS:
