@@ -79,15 +79,15 @@ def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
     return t if t is None or heads == 1 else t.view(-1, heads, t.shape[-1])
 
 
-def _split_buffers(config: cfg.TileConfig, parts: int, groups: int, dtype: torch.dtype, device: torch.device):
-    """Exchange slots (groups, 2, 4, SPLIT, BLOCK_M) and zeroed arrival counters (groups,) for a
-    split-row launch (see `kernels.stats.exchange_row_sums`)."""
+def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch.device):
+    """The zeroed int64 exchange slots (groups, RING, 4, 2, SPLIT, BLOCK_M) of a split-row launch
+    (see `kernels.stats.publish_row_sums`; a round's words are tagged ≥ 1, so zeros never match)."""
     if interpret():
         raise ValueError("split-row configs need every program resident at once; "
                          "Triton's interpreter runs programs one after another")
-    slots = groups * 2 * 4 * cfg.next_power_of_2(parts) * config.block_m
-    return (torch.empty((slots,), dtype=dtype, device=device),
-            torch.zeros((groups,), dtype=torch.int32, device=device))
+    ring = 4  # kernels.stats.RING
+    return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
+                       device=device)
 
 
 class CompileFallbackWarning(RuntimeWarning):
@@ -258,9 +258,9 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         parts = cfg.split_parts(config, n)
         dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
         db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
-        xchg, counter = _split_buffers(config, parts, programs * heads, acc, x.device) if parts > 1 else (None, None)
+        xchg = _split_buffer(config, parts, programs * heads, x.device) if parts > 1 else None
         launch(kernels().norm_bwd_kernel, (programs * parts, heads),
-            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, counter, m, n, heads,
+            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,

@@ -64,7 +64,7 @@ def compile_one(kernel, dtype, pointers, constexprs, num_warps):
 FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
                 "MEAN": "*fp32", "RSTD": "*fp32"}
 BWD_POINTERS = {"X": "*T", "W": "*T", "DY": "*T", "DRESIDUAL_OUT": "*T", "MEAN": "*fp32", "RSTD": "*fp32",
-                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "XCHG": "*fp32", "COUNTER": "*i32"}
+                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "XCHG": "*i64"}
 
 
 def cases():

@@ -32,14 +32,16 @@ by tile by their one owner program (a barrier orders the re-read; still no atomi
 Split rows (SPLIT > 1, with ONE_TILE). A row too wide for one program's registers is cut into
 P = cdiv(N, BLOCK_N) column parts, each held in registers by its own program: program p is part
 p % P of group p // P, and a group's P programs walk the same row blocks in lockstep. Each part
-publishes its per-row partial sums (Σ(g·h), Σg and, recomputing, Σh²  or its local mean and M2)
-to XCHG, bumps the group's counter in COUNTER (an integer atomic with release/acquire order),
-waits until all P parts have published, then reads the P partial sums back and reduces them in a
-fixed order (LayerNorm statistics with Chan's merge): x and dy are read once, as with ONE_TILE,
-and the result is bitwise reproducible. XCHG is double-buffered by iteration parity: a part can
-only overwrite a slot after every part passed the next exchange, i.e. after all of them read it.
-All programs must be resident at once (the launcher keeps the grid within one program per SM);
-Triton's interpreter runs programs one after another, so it cannot run this path.
+publishes its per-row partial sums (Σ(g·h), Σg and, recomputing, Σh² or its local mean and M2)
+to XCHG as 64-bit words tagged with the round (relaxed atomic exchanges, no fence); the parts
+poll until every partner's words carry the round's tag, then read the P partial sums and reduce them in a fixed order (LayerNorm statistics with Chan's
+merge): x and dy are read once, as with ONE_TILE, and the result is bitwise reproducible.
+The exchange is pipelined one block deep: iteration t publishes block t, then waits for block
+t − 1 (published a whole iteration earlier, so the wait rarely spins) and finishes it — the parts
+hold two row blocks (three with PREFETCH) and one extra iteration finishes the last block. XCHG
+is a ring of 4 slots (`stats.publish_row_sums` says why 4 is safe). All programs must be
+resident at once (the launcher keeps the grid within one program per SM); Triton's interpreter
+runs programs one after another, so it cannot run this path.
 
 Prefetch (PREFETCH, with ONE_TILE, split or not). A persistent program's loop otherwise leaves
 nothing in flight while it reduces and computes a row block. With PREFETCH it holds the next row
@@ -54,7 +56,7 @@ where keeping it live spilled.
 import triton
 import triton.language as tl
 
-from .stats import exchange_row_sums, merge_tile_stats
+from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
@@ -83,6 +85,33 @@ def _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
 
 
 @triton.jit
+def _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE: tl.constexpr):
+    """w + weight_offset for the columns `cols` of this head's weight row, upcast."""
+    return tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+
+
+@triton.jit
+def _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM: tl.constexpr):
+    """(ĥ, dh) of a tile from its rows' sums: c₁ = rstd·(Σ(g·h) − μ·Σg)/N = Σ(g·ĥ)/N, c₂ = Σg/N,
+    dh = rstd·(g − ĥ·c₁ − c₂) (c₂ only for LayerNorm)."""
+    c1 = rstd * (sum_gh - mean * sum_g) / N
+    x_hat = (h - mean[:, None]) * rstd[:, None]
+    dh = g - x_hat * c1[:, None]
+    if not IS_RMS_NORM:
+        dh -= (sum_g / N)[:, None]
+    return x_hat, dh * rstd[:, None]
+
+
+@triton.jit
+def _store_dh(DX, DRESIDUAL_OUT, dx_offs, dres_offs, dh, mask, HAS_DRESIDUAL: tl.constexpr,
+              COMPUTE_DTYPE: tl.constexpr):
+    """dx = dh (+ dresidual_out, the gradient arriving on residual_out)."""
+    if HAS_DRESIDUAL:
+        dh += tl.load(DRESIDUAL_OUT + dres_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    tl.store(DX + dx_offs, dh, mask=mask)
+
+
+@triton.jit
 def _accumulate_partial(PARTIAL, offs, mask, contribution):
     """PARTIAL[offs] += contribution, by the row's one owner program."""
     tl.store(PARTIAL + offs, tl.load(PARTIAL + offs, mask=mask, other=0.0) + contribution, mask=mask)
@@ -92,7 +121,7 @@ def _accumulate_partial(PARTIAL, offs, mask, contribution):
 def norm_bwd_kernel(
     X, W, DY, DRESIDUAL_OUT, MEAN, RSTD,  # inputs: h, dy, dresidual_out (M, N) strided; w (HEADS, N)
     DX, DW_PARTIAL, DB_PARTIAL,  # outputs: dx (M, N) row-major; partials (G, HEADS·N)
-    XCHG, COUNTER,  # SPLIT > 1: per-row partial sums (G·HEADS, 2, 4, SPLIT, BLOCK_M) and counters (G·HEADS,)
+    XCHG,  # SPLIT > 1: tagged row sums, int64 (G·HEADS, RING, 4, 2, SPLIT, BLOCK_M), zeroed
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
     stride_dres_row, stride_dres_col, stride_dx_row,
@@ -136,7 +165,7 @@ def norm_bwd_kernel(
         # The same columns in every row block: the weight is loaded once, except for the widest
         # rows, where keeping it live spilled (4096×16384: see config._BWD_PREFETCH).
         if HAS_WEIGHT and KEEP_W:
-            w = tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+            w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
         if PREFETCH:
             next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
                                          stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
@@ -150,125 +179,163 @@ def norm_bwd_kernel(
                 tl.store(DB_PARTIAL + partial_offset + c, zeros, mask=c < N)
         tl.debug_barrier()
 
-    for row_block in tl.range(pid, num_row_blocks, num_programs):
-        local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_mask = local < head_rows
-        rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
-        x_rows = rows64[:, None] * stride_x_row
-        dy_rows = rows64[:, None] * stride_dy_row
-        dres_rows = rows64[:, None] * stride_dres_row
-        dx_rows = rows64[:, None] * stride_dx_row
-
-        # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
-        if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
-            rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-            if not IS_RMS_NORM:
-                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-        if ONE_TILE:
-            mask = row_mask[:, None] & col_mask[None, :]
-            if PREFETCH:  # this block's tile arrived during the previous block's math; start the next
+    if SPLIT > 1:
+        # Iteration t publishes the row sums of block pid + t·G, then finishes block pid + (t−1)·G
+        # with the sums its partners published one iteration ago. Iteration 0 finishes nothing
+        # (its "previous" rows are masked off); the extra last iteration publishes nothing real.
+        prev_h = tl.zeros([BLOCK_M, BLOCK_N], dtype=X.dtype.element_ty)
+        prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
+        for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1):
+            row_block = pid + t * num_programs
+            if PREFETCH:
                 h, dy = next_h, next_dy
-                next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols, col_mask,
-                                             stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+                next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols,
+                                             col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
+                                             BLOCK_M)
             else:
                 h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
                                    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
-            h = h.to(COMPUTE_DTYPE)
-            dy = dy.to(COMPUTE_DTYPE)
-            g = dy
+            if HAS_WEIGHT and not KEEP_W:
+                w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+            mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
+            h_c = h.to(COMPUTE_DTYPE)
+            g = dy.to(COMPUTE_DTYPE)
             if HAS_WEIGHT:
-                if not KEEP_W:
-                    w = tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
-                g = dy * w[None, :]
-            sum_gh = tl.sum(g * h, axis=1)
-            sum_g = tl.sum(g, axis=1)
-            if RECOMPUTE_STATS:
-                if IS_RMS_NORM:
-                    mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-                    var = tl.sum(h * h, axis=1) / N
-                else:
-                    mean = tl.sum(h, axis=1) / N
-                    centered = tl.where(mask, h - mean[:, None], 0.0)
-                    var = tl.sum(centered * centered, axis=1) / N
-            if SPLIT > 1:
-                sum_gh, sum_g, row_mean, var = exchange_row_sums(
-                    XCHG, COUNTER, group, (row_block - pid) // num_programs, part, parts, N, h, mask, sum_gh, sum_g,
-                    IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE)
-                if RECOMPUTE_STATS:  # (otherwise the saved mean, loaded above, stays)
-                    mean = row_mean
-        else:
-            # g·h and g summed element-wise across the tiles, reduced once after the loop.
-            # (A row sum added to a loop-carried total each tile is what Triton's
-            # OptimizeThreadLocality pass rewrites into this; it asserts when the total has more
-            # than one use, e.g. LayerNorm without weight and dy's dtype ≠ x's: PassManager::run failed.)
-            acc_gh = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
-            acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
-            if RECOMPUTE_STATS:  # (saved statistics were loaded above)
-                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            for start in tl.range(0, N, BLOCK_N):
-                c = start + cols
-                mask = row_mask[:, None] & (c < N)[None, :]
-                h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
-                                      dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
-                                      weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
-                acc_gh += g * h
-                acc_g += g
-                if RECOMPUTE_STATS:
-                    mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
-                                                COMPUTE_DTYPE)
-            sum_gh = tl.sum(acc_gh, axis=1)
-            sum_g = tl.sum(acc_g, axis=1)
-            var = m2 / N
+                g = g * w[None, :]
+            publish_row_sums(XCHG, group, t, part, h_c, mask, tl.sum(g * h_c, axis=1), tl.sum(g, axis=1),
+                             IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, SPLIT, COMPUTE_DTYPE)
 
-        if RECOMPUTE_STATS:
-            rstd = 1.0 / tl.sqrt(var + eps)
-        elif IS_RMS_NORM:
-            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-        # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
-        rstd = tl.where(row_mask, rstd, 0.0)
-        # c₁ = Σ(g·ĥ)/N = rstd·(Σ(g·h) − μ·Σg)/N;  c₂ = Σg/N (LayerNorm)
-        c1 = rstd * (sum_gh - mean * sum_g) / N
-        c2 = sum_g / N
-
-        # ---- dh = rstd·(g − ĥ·c₁ − c₂) (+ dresidual_out), and the parameter partials
-        if ONE_TILE:
-            x_hat = (h - mean[:, None]) * rstd[:, None]
-            dx = g - x_hat * c1[:, None]
-            if not IS_RMS_NORM:
-                dx -= c2[:, None]
-            dx *= rstd[:, None]
-            if HAS_DRESIDUAL:
-                dx += tl.load(DRESIDUAL_OUT + dres_rows + cols[None, :] * stride_dres_col,
-                              mask=mask, other=0.0).to(COMPUTE_DTYPE)
-            tl.store(DX + dx_rows + cols[None, :], dx, mask=mask)
-            if HAS_WEIGHT:
-                dw_acc += tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE), 0.0), axis=0)
-            if HAS_BIAS:
-                db_acc += tl.sum(dy, axis=0)
-        else:
-            for start in tl.range(0, N, BLOCK_N):
-                c = start + cols
-                mask = row_mask[:, None] & (c < N)[None, :]
-                h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
-                                      dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
-                                      weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
-                x_hat = (h - mean[:, None]) * rstd[:, None]
-                dx = g - x_hat * c1[:, None]
+            # ---- the previous block: its rows' sums, then dh and the parameter partials
+            local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
+            row_mask = (local < head_rows) & (t > 0)
+            rows64 = local.to(tl.int64) * HEADS + head
+            if not RECOMPUTE_STATS:
+                rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
                 if not IS_RMS_NORM:
-                    dx -= c2[:, None]
-                dx *= rstd[:, None]
-                if HAS_DRESIDUAL:
-                    dx += tl.load(DRESIDUAL_OUT + dres_rows + c[None, :] * stride_dres_col,
-                                  mask=mask, other=0.0).to(COMPUTE_DTYPE)
-                tl.store(DX + dx_rows + c[None, :], dx, mask=mask)
+                    mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+            sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
+                                                          RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE)
+            if RECOMPUTE_STATS:
+                mean = row_mean
+                rstd = 1.0 / tl.sqrt(var + eps)
+            elif IS_RMS_NORM:
+                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            rstd = tl.where(row_mask, rstd, 0.0)
+            mask = row_mask[:, None] & col_mask[None, :]
+            h_c = prev_h.to(COMPUTE_DTYPE)
+            dy_c = prev_dy.to(COMPUTE_DTYPE)
+            g = dy_c
+            if HAS_WEIGHT:
+                g = dy_c * w[None, :]
+            x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+            _store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
+                      rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
+                      HAS_DRESIDUAL, COMPUTE_DTYPE)
+            if HAS_WEIGHT:
+                dw_acc += tl.sum(tl.where(mask, dy_c * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE), 0.0), axis=0)
+            if HAS_BIAS:
+                db_acc += tl.sum(tl.where(mask, dy_c, 0.0), axis=0)
+            prev_h, prev_dy = h, dy
+    else:
+        for row_block in tl.range(pid, num_row_blocks, num_programs):
+            local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+            row_mask = local < head_rows
+            rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
+            x_rows = rows64[:, None] * stride_x_row
+            dy_rows = rows64[:, None] * stride_dy_row
+            dres_rows = rows64[:, None] * stride_dres_row
+            dx_rows = rows64[:, None] * stride_dx_row
+
+            # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
+            if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
+                rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+                if not IS_RMS_NORM:
+                    mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+            if ONE_TILE:
+                mask = row_mask[:, None] & col_mask[None, :]
+                if PREFETCH:  # this block's tile arrived during the previous block's math; start the next
+                    h, dy = next_h, next_dy
+                    next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols,
+                                                 col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
+                                                 BLOCK_M)
+                else:
+                    h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
+                                       stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+                h = h.to(COMPUTE_DTYPE)
+                dy = dy.to(COMPUTE_DTYPE)
+                g = dy
                 if HAS_WEIGHT:
-                    _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N,
-                                        tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE),
-                                                        0.0), axis=0))
+                    if not KEEP_W:
+                        w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+                    g = dy * w[None, :]
+                sum_gh = tl.sum(g * h, axis=1)
+                sum_g = tl.sum(g, axis=1)
+                if RECOMPUTE_STATS:
+                    if IS_RMS_NORM:
+                        mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+                        var = tl.sum(h * h, axis=1) / N
+                    else:
+                        mean = tl.sum(h, axis=1) / N
+                        centered = tl.where(mask, h - mean[:, None], 0.0)
+                        var = tl.sum(centered * centered, axis=1) / N
+            else:
+                # g·h and g summed element-wise across the tiles, reduced once after the loop.
+                # (A row sum added to a loop-carried total each tile is what Triton's
+                # OptimizeThreadLocality pass rewrites into this; it asserts when the total has more
+                # than one use, e.g. LayerNorm without weight and dy's dtype ≠ x's: PassManager::run failed.)
+                acc_gh = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+                acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+                if RECOMPUTE_STATS:  # (saved statistics were loaded above)
+                    mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+                m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+                for start in tl.range(0, N, BLOCK_N):
+                    c = start + cols
+                    mask = row_mask[:, None] & (c < N)[None, :]
+                    h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
+                                          dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
+                                          weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                    acc_gh += g * h
+                    acc_g += g
+                    if RECOMPUTE_STATS:
+                        mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
+                                                    COMPUTE_DTYPE)
+                sum_gh = tl.sum(acc_gh, axis=1)
+                sum_g = tl.sum(acc_g, axis=1)
+                var = m2 / N
+
+            if RECOMPUTE_STATS:
+                rstd = 1.0 / tl.sqrt(var + eps)
+            elif IS_RMS_NORM:
+                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
+            rstd = tl.where(row_mask, rstd, 0.0)
+
+            # ---- dh = rstd·(g − ĥ·c₁ − c₂) (+ dresidual_out), and the parameter partials
+            if ONE_TILE:
+                x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+                _store_dh(DX, DRESIDUAL_OUT, dx_rows + cols[None, :], dres_rows + cols[None, :] * stride_dres_col,
+                          dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE)
+                if HAS_WEIGHT:
+                    dw_acc += tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE), 0.0), axis=0)
                 if HAS_BIAS:
-                    _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
-            tl.debug_barrier()
+                    db_acc += tl.sum(dy, axis=0)
+            else:
+                for start in tl.range(0, N, BLOCK_N):
+                    c = start + cols
+                    mask = row_mask[:, None] & (c < N)[None, :]
+                    h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
+                                          dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
+                                          weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                    x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+                    _store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
+                              dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE)
+                    if HAS_WEIGHT:
+                        _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N,
+                                            tl.sum(tl.where(mask, dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE),
+                                                            0.0), axis=0))
+                    if HAS_BIAS:
+                        _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
+                tl.debug_barrier()
 
     if ONE_TILE:
         if HAS_WEIGHT:

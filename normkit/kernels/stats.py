@@ -1,5 +1,5 @@
 """Row statistics: for rows walked in column tiles (`merge_tile_stats`, forward and backward) and
-for rows split across programs (`exchange_row_sums`, backward)."""
+for rows split across programs (`publish_row_sums` / `await_row_sums`, backward)."""
 
 import triton
 import triton.language as tl
@@ -27,59 +27,128 @@ def merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM: tl.constexpr, BLO
     return mean, m2
 
 
+# The exchange's ring of slots: a part publishes block t into slot t % RING while its partners may
+# still be reading slot t - 2 (see publish_row_sums); 4 is the smallest ring for which that is safe.
+RING = tl.constexpr(4)
+
+
 @triton.jit
-def exchange_row_sums(XCHG, COUNTER, group, iteration, part, parts, N, h, mask, sum_gh, sum_g,
-                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """Whole-row (Σ(g·h), Σg, mean, var) from this part's tile and its group's other parts.
+def _send(ptr, value, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """Write `value` as tagged 64-bit words, tag << 32 | 32 payload bits (float64: the high half at
+    ptr, the low half SPAN further), each with one relaxed atomic exchange: a word is seen whole
+    or not at all, and nothing waits for earlier memory operations (no fence)."""
+    high = tag.to(tl.int64) << 32
+    low_bits = tl.full([], 0xFFFFFFFF, tl.int64)
+    if COMPUTE_DTYPE == tl.float64:
+        bits = value.to(tl.int64, bitcast=True)
+        tl.atomic_xchg(ptr, high | ((bits >> 32) & low_bits), sem="relaxed")
+        tl.atomic_xchg(ptr + SPAN, high | (bits & low_bits), sem="relaxed")
+    else:
+        tl.atomic_xchg(ptr, high | (value.to(tl.float32).to(tl.int32, bitcast=True).to(tl.int64) & low_bits),
+                       sem="relaxed")
 
-    The `parts` programs of a group hold columns part·BLOCK_N … of the same BLOCK_M rows. Each
-    writes its row sums to its slot of XCHG (layout (groups, 2, 4, SPLIT, BLOCK_M): iteration
-    parity, quantity, part, row), increments the group's counter (integer atomic, acquire-release)
-    and waits for (iteration + 1)·parts arrivals; then all read the `parts` slots back and reduce
-    them in one fixed order, so every part gets the same bits.
 
-    Part k contributes its sums and, recomputing, s₁ = its mean and s₂ = its M2 over its n_k
-    columns (RMSNorm: s₂ = Σh²). The row's statistics then follow without cancellation::
+@triton.jit
+def _receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """(value, number of words not yet carrying `tag`) of the tagged words at ptr (volatile loads:
+    from L2 every time); masked lanes read 0 and count as arrived."""
+    low_bits = tl.full([], 0xFFFFFFFF, tl.int64)
+    word = tl.load(ptr, mask=mask, other=0, volatile=True)
+    late = tl.sum(tl.where(mask & ((word >> 32) != tag), 1, 0))
+    if COMPUTE_DTYPE == tl.float64:
+        low = tl.load(ptr + SPAN, mask=mask, other=0, volatile=True)
+        late += tl.sum(tl.where(mask & ((low >> 32) != tag), 1, 0))
+        value = (((word & low_bits) << 32) | (low & low_bits)).to(tl.float64, bitcast=True)
+    else:
+        value = (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
+    return tl.where(mask, value, 0.0), late
 
-        mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
+
+@triton.jit
+def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
+    """Slot iteration % RING of a group: 4 quantities × 2 word planes × SPAN (= SPLIT·BLOCK_M)."""
+    return XCHG + (group.to(tl.int64) * RING + iteration % RING) * (8 * SPAN)
+
+
+@triton.jit
+def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
+                     IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
+                     SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """Publish this part's row sums of one row block (the group's `iteration`-th) to its partners.
+
+    XCHG (int64, zeroed): (groups, RING, 4, 2, SPLIT, BLOCK_M) — slot iteration % RING, quantity
+    (Σ(g·h), Σg, local mean, local M2), word plane, part, row. Each value is written as words
+    tagged iteration + 1 (`_send`), so a reader knows from the words alone that they are this
+    round's: no counter, no fence (a release would wait for the prefetched loads in flight).
+    Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k columns
+    (RMSNorm: s₂ = Σh²); `await_row_sums` merges them.
+
+    Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
+    whole block's loads and sums). It can publish t only after its wait for t − 2 saw every partner
+    publish t − 2, so every partner has finished iteration t − 3, which read slot (t − 4) % 4: the
+    slot it overwrites is free.
     """
-    rows = tl.arange(0, BLOCK_M)
-    slot = XCHG + ((group.to(tl.int64) * 2 + iteration % 2) * 4) * (SPLIT * BLOCK_M)
-    mine = part * BLOCK_M + rows
-    tl.store(slot + mine, sum_gh)
-    tl.store(slot + SPLIT * BLOCK_M + mine, sum_g)
+    SPAN: tl.constexpr = SPLIT * BLOCK_M
+    slot = _slot(XCHG, group, iteration, SPAN) + part * BLOCK_M + tl.arange(0, BLOCK_M)
+    tag = iteration + 1
+    _send(slot, sum_gh, tag, SPAN, COMPUTE_DTYPE)
+    _send(slot + 2 * SPAN, sum_g, tag, SPAN, COMPUTE_DTYPE)
     if RECOMPUTE_STATS:
         if IS_RMS_NORM:
-            tl.store(slot + 3 * SPLIT * BLOCK_M + mine, tl.sum(h * h, axis=1))
+            _send(slot + 6 * SPAN, tl.sum(h * h, axis=1), tag, SPAN, COMPUTE_DTYPE)
         else:
             n_k = tl.maximum(tl.sum(mask.to(COMPUTE_DTYPE), axis=1), 1.0)
             local_mean = tl.sum(h, axis=1) / n_k
             d = tl.where(mask, h - local_mean[:, None], 0.0)
-            tl.store(slot + 2 * SPLIT * BLOCK_M + mine, local_mean)
-            tl.store(slot + 3 * SPLIT * BLOCK_M + mine, tl.sum(d * d, axis=1))
-    # Every thread's stores, then one release increment; spin (acquire) until all parts arrived.
-    tl.debug_barrier()
-    target = (iteration + 1) * parts
-    arrived = tl.atomic_add(COUNTER + group, 1, sem="acq_rel") + 1
-    while arrived < target:
-        arrived = tl.atomic_add(COUNTER + group, 0, sem="acquire")
-    tl.debug_barrier()
+            _send(slot + 4 * SPAN, local_mean, tag, SPAN, COMPUTE_DTYPE)
+            _send(slot + 6 * SPAN, tl.sum(d * d, axis=1), tag, SPAN, COMPUTE_DTYPE)
+
+
+@triton.jit
+def _poll(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
+          COMPUTE_DTYPE: tl.constexpr):
+    """One read of a slot: the (SPLIT, BLOCK_M) tiles of the four quantities (unused ones 0) and
+    how many of their words are not yet this round's."""
+    sum_gh, late = _receive(slot, mask, tag, SPAN, COMPUTE_DTYPE)
+    sum_g, late_g = _receive(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+    late += late_g
+    s1 = tl.zeros_like(sum_gh)
+    s2 = tl.zeros_like(sum_gh)
+    if RECOMPUTE_STATS:
+        s2, late_2 = _receive(slot + 6 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+        late += late_2
+        if not IS_RMS_NORM:
+            s1, late_1 = _receive(slot + 4 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+            late += late_1
+    return sum_gh, sum_g, s1, s2, late
+
+
+@triton.jit
+def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
+                   RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """Whole-row (Σ(g·h), Σg, mean, var) of the group's `iteration`-th row block: read the slot
+    until every partner's words carry this round's tag, then reduce the `parts` partial sums in one
+    fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros)::
+
+        mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
+    """
+    SPAN: tl.constexpr = SPLIT * BLOCK_M
     ks = tl.arange(0, SPLIT)
-    all_offs = ks[:, None] * BLOCK_M + rows[None, :]
-    k_mask = (ks < parts)[:, None]
-    # .cg: read from L2, never a stale L1 line of an earlier round.
-    sum_gh = tl.sum(tl.load(slot + all_offs, mask=k_mask, other=0.0, cache_modifier=".cg"), axis=0)
-    sum_g = tl.sum(tl.load(slot + SPLIT * BLOCK_M + all_offs, mask=k_mask, other=0.0, cache_modifier=".cg"),
-                   axis=0)
+    k_mask = (ks < parts)[:, None] & (iteration >= 0)
+    slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
+    tag = iteration + 1
+    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE)
+    while late > 0:
+        sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE)
+    sum_gh = tl.sum(sum_gh, axis=0)
+    sum_g = tl.sum(sum_g, axis=0)
     mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     var = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     if RECOMPUTE_STATS:
-        s2 = tl.load(slot + 3 * SPLIT * BLOCK_M + all_offs, mask=k_mask, other=0.0, cache_modifier=".cg")
         if IS_RMS_NORM:
             var = tl.sum(s2, axis=0) / N
         else:
-            s1 = tl.load(slot + 2 * SPLIT * BLOCK_M + all_offs, mask=k_mask, other=0.0, cache_modifier=".cg")
             n_k = tl.minimum(tl.maximum(N - ks * BLOCK_N, 0), BLOCK_N).to(COMPUTE_DTYPE)[:, None]
             mean = tl.sum(n_k * s1, axis=0) / N
             d = s1 - mean[None, :]

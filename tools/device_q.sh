@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Device run Q (session 5, nvidia-h200-x2): validating design change 6 (tagged, pipelined split-row
+# exchange) with the column-path compiler fix, before landing.
+# GPU 0: side-by-side benchmark of every family, the dweight finisher alone and inside the backward
+#        (tools/time_finisher.py), then >2**31 elements.
+# GPU 1: GPU tests (properties incl. the launcher test that crashed in run P, split rows, reliability,
+#        ops, failure paths), then compute-sanitizer over the split-row configurations and the sweep.
+source tools/device_env.sh
+L=$OUT/logs; mkdir -p $L
+(
+  export CUDA_VISIBLE_DEVICES=0
+  timeout 270 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
+      --json $OUT/bench.json --plot $OUT/bench.png > $OUT/bench.log 2>&1; echo "bench rc=$?"
+  timeout 150 python3 tools/time_finisher.py --json $OUT/finisher.json > $L/finisher.log 2>&1
+  echo "finisher rc=$?"; cat $L/finisher.log | cut -c1-250
+  timeout 100 python3 tools/check_huge.py > $L/huge.log 2>&1; echo "huge rc=$?"; tail -5 $L/huge.log
+) &
+(
+  export CUDA_VISIBLE_DEVICES=1
+  NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout 330 python3 -m pytest tests/test_properties.py tests/test_split_rows.py \
+      tests/test_reliability.py tests/test_ops.py tests/test_failure_paths.py -q -p no:cacheprovider -rfE \
+      -W ignore::DeprecationWarning > $L/tests.log 2>&1
+  echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|Falsifying|configurations|heuristics, |missed" $L/tests.log | head -20
+  OUT=$L SWEEP_LIMIT=50 MEMCHECK_LIMIT=80 bash tools/device_reliability.sh sweep memcheck_split memcheck
+) &
+wait
+tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
