@@ -45,6 +45,11 @@ _MAX_ONE_TILE_BWD = 16384
 # 4096 × 2 rows × 16 warps won 3 of 4 wide shapes (4096×16384 … 2048×131072) by 2-45 %.
 _COLUMN_TILE = 4096
 _COLUMN_TILE_ROWS = 2
+# The forward's column tiles (rows wider than _MAX_ONE_TILE_FWD) read each row twice, the second
+# time hopefully from L2: one row of 16384-column tiles on 32 warps (2 programs an SM, ~34 MB of
+# rows in flight at 65536 bf16 columns) ran 4096×65536 in 363 µs against 397 for 2 rows × 4096 on
+# 16 warps (run R, tools/tune.py --kind fwd; 16 warps: 396).
+_FWD_COLUMN_TILE = 16384
 # Backward, rows wider than _MAX_ONE_TILE_BWD on a GPU: split rows (kernels/backward.py), each
 # part a whole-row-like tile held in registers by its own program, the parts of a row exchanging
 # their partial sums. One program per SM keeps every program resident (the parts wait on each
@@ -78,7 +83,12 @@ _BWD_PREFETCH = {
 # more programs with fewer bytes each: 1 row × 8 warps, 2 per SM (run M, 16384×4096 bf16: 137.9 µs
 # against 143.2 for the plain RMSNorm choice). Other widths were not swept with a residual.
 _BWD_PREFETCH_RESIDUAL = {4096: (1, 8, 2)}
-# Not for rows of 128 (524288×128: 162.7 against 140.7; 64-row tiles are latency-hidden already)
+# QK-norm rows of 128 (run N, tools/tune.py, 524288×128 bf16): 32 rows on 2 warps with 4
+# programs per SM, 130.3 µs against 140.7 for the generic 64 × 128 on 4 warps, 2/SM (run P side
+# by side: 133 against torch.compile's 141). Only without dresidual_out: ptxas shows the tile
+# spilling ~1.4 KB plain and ~10 KB with bias and dresidual_out, which was not timed.
+_BWD_SHORT_ROWS = {128: (32, 2, 4)}  # whole row: (block_m, num_warps, programs_per_sm)
+# Prefetch is not for rows of 128 (524288×128: 162.7 against 140.7; 64-row tiles are latency-hidden already)
 # nor 16384 (a second row in registers spills: 333.6 against 175.7).
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
 _FWD_TILE_ELEMENTS = 4096
@@ -120,6 +130,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
             block_m, warps, per_sm = (_BWD_PREFETCH_RESIDUAL if residual and whole in _BWD_PREFETCH_RESIDUAL
                                       else _BWD_PREFETCH)[whole]
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True)
+        if whole in _BWD_SHORT_ROWS and not residual:
+            block_m, warps, per_sm = _BWD_SHORT_ROWS[whole]
+            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm)
         if whole <= _BWD_TILE_ELEMENTS // 2:
             block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)
             return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
@@ -135,7 +148,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
         # 32 warps only where the row needs them to stay in registers (32768: 61 registers).
         return TileConfig(block_m, whole, True, _num_warps(block_m * whole, cap=32 if whole > 16384 else 16))
-    return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16)
+    return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
 
 
 def fit_block_m(config: TileConfig, m: int) -> TileConfig:
@@ -171,13 +184,22 @@ def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, 
     return max(1, min(row_blocks, slots))
 
 
-@functools.lru_cache(maxsize=None)
-def finish_config(interpret: bool) -> TileConfig:
-    """The dweight finisher's tile: block_m partial rows × block_n columns per step.
+# The dweight finisher on a GPU sums G ≤ 264 partial rows (L2-resident: just written). It is
+# latency-bound: a program walking G rows BLOCK_G at a time pays one L2 round trip per step.
+# tools/time_finisher.py (run Q, H200): 32 × 128 tiles (9 dependent steps for G = 264, N/128
+# programs) took 6.2-6.4 µs for G = 264 and 4.0 µs for G = 132; all G rows in one step on 16-column
+# strips (N/16 programs) 1.8-2.1 µs, within 0.1-0.2 µs of the best of 60 tiles on every shape.
+_FINISH_COLUMNS = 16
+_FINISH_MAX_ROWS = 512  # 512 × 16 fp32 = 64 values a thread on 4 warps; more rows take more steps
 
-    GPU: 32 × 128 fp32 = 16 KB in flight per program, N/128 programs. Interpreter: one wide tile
-    (each program is a Python loop iteration there).
-    """
+
+@functools.lru_cache(maxsize=None)
+def finish_config(interpret: bool, rows: int = _FINISH_MAX_ROWS) -> TileConfig:
+    """The dweight finisher's tile for `rows` (= G) partial rows: block_m partial rows × block_n
+    columns per step. GPU: every row in one step where G ≤ 512, on 16-column strips. Interpreter:
+    one wide tile (each program is a Python loop iteration there)."""
     if interpret:
         return TileConfig(block_m=8, block_n=8192, one_tile=False)
-    return TileConfig(block_m=32, block_n=128, one_tile=False, num_warps=4)
+    block_g = min(_FINISH_MAX_ROWS, next_power_of_2(rows))
+    return TileConfig(block_m=block_g, block_n=_FINISH_COLUMNS, one_tile=False,
+                      num_warps=max(1, min(4, block_g * _FINISH_COLUMNS // 1024)))

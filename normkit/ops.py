@@ -269,7 +269,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
             if grad is not None:
-                finish = cfg.finish_config(interpret())
+                finish = cfg.finish_config(interpret(), programs)
                 launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n),),
                     partial, grad, programs, heads * n,
                     BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,

@@ -482,12 +482,14 @@ def test_every_interpreter_heuristic_config():
         record(True, cfg.tile_config(n, True, True), "interpreter")
 
 
-@pytest.mark.parametrize("gpu_finisher,programs", [(False, 1), (False, 9), (False, 17), (True, 33), (True, 65)],
+@pytest.mark.parametrize("gpu_finisher,programs", [(False, 1), (False, 9), (False, 17), (True, 1), (True, 33),
+                                                   (True, 600)],
                          ids=lambda v: {False: "interp_finisher", True: "gpu_finisher"}.get(v, v)
                          if isinstance(v, bool) else str(v))
 def test_finisher_sums_any_number_of_partials(gpu_finisher, programs):
     """dweight/dbias = Σ over G persistent programs' partial rows, G below and above one and two
-    of the finisher's BLOCK_G (8 in the interpreter, 32 on a GPU), N not a multiple of its BLOCK_N."""
+    of the finisher's BLOCK_G (8 in the interpreter; on a GPU next_power_of_2(G) up to 512, so
+    G = 600 takes two steps), N not a multiple of its BLOCK_N."""
     m, n = programs + 1, 200
     config = cfg.TileConfig(block_m=1, block_n=256, one_tile=True, programs_per_sm=1)
     x, weight, bias, _, dy, _ = family_inputs("layer_norm", m, n, F32, seed=programs)

@@ -38,8 +38,11 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
         for block_m, warps in itertools.product((8, 16, 32, 64, 128, 256), (1, 2, 4, 8)):
             if block_m * whole >= 32 * warps * 2:
                 out.append(cfg.TileConfig(block_m, whole, True, warps))
-    for block_n, block_m, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2), (4, 8, 16)):
-        if block_n < n and block_n * block_m <= 8192:
+    for block_n, block_m, warps in itertools.product((1024, 2048, 4096, 8192, 16384), (1, 2), (4, 8, 16, 32)):
+        tile = block_n * block_m
+        # up to 16384-element column tiles; 32 warps only there (fewer, larger programs per SM
+        # keep the working set of the second pass over a row within L2)
+        if block_n < n and tile <= min(max_tile, 16384) and (warps < 32 or tile == 16384) and (tile <= 8192 or warps >= 16):
             out.append(cfg.TileConfig(block_m, block_n, False, warps))
     return list(dict.fromkeys(out))
 
