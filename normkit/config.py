@@ -92,6 +92,13 @@ _BWD_SHORT_ROWS = {128: (32, 2, 4)}  # whole row: (block_m, num_warps, programs_
 # nor 16384 (a second row in registers spills: 333.6 against 175.7).
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
 _FWD_TILE_ELEMENTS = 4096
+# LayerNorm's forward has two dependent row reductions (the mean, then the centred variance), each
+# a block-wide synchronisation; it wants fewer threads a row than RMSNorm's single one (run S,
+# tools/tune.py --kind fwd --family layer_norm, bf16). Whole row: (block_m, num_warps).
+_FWD_LAYER_NORM = {
+    1024: (2, 4),  # 16384×1024: 19.4 µs against 21.0 for RMSNorm's 4 rows on 8 warps
+    8192: (1, 8),  # 16384×8192: 131.7 µs (97 %) against 147.8 on 16 warps
+}
 _MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
 # fewer and larger the programs, the faster; registers do not exist there.
@@ -113,12 +120,13 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
-                residual: bool = False) -> TileConfig:
+                residual: bool = False, layer_norm: bool = False) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
+    layer_norm: the forward computes LayerNorm's statistics (two reductions), likewise.
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -144,6 +152,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
             return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True,
                               prefetch=_SPLIT_PREFETCH)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
+    if layer_norm and whole in _FWD_LAYER_NORM:
+        block_m, warps = _FWD_LAYER_NORM[whole]
+        return TileConfig(block_m, whole, True, warps)
     if whole <= _MAX_ONE_TILE_FWD:
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
         # 32 warps only where the row needs them to stay in registers (32768: 61 registers).

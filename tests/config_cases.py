@@ -24,13 +24,15 @@ GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS))
 # The fused-add backward (a dresidual_out to add) has tiles of its own at some widths: the
 # backward enumeration asks for both.
 RESIDUAL_SCENARIOS = (False, True)
+# LayerNorm's forward has tiles of its own at some widths: the forward enumeration asks for both.
+LAYER_NORM_SCENARIOS = (False, True)
 
 
 def _picker():
     """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    return lambda n, backward, interpret, heads, sms, residual: pick(n, backward, interpret, heads=heads,
-                                                                    multiprocessors=sms, residual=residual)
+    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False: pick(
+        n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual, layer_norm=layer_norm)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -46,11 +48,13 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
-    residuals = RESIDUAL_SCENARIOS if backward and not interpret else (False,)
+    # (residual, layer_norm): the backward's fused-add tiles, the forward's LayerNorm tiles
+    variants = ((False, False),) if interpret else (
+        tuple((r, False) for r in RESIDUAL_SCENARIOS) if backward else tuple((False, ln) for ln in LAYER_NORM_SCENARIOS))
     for heads, sms in scenarios:
-        for residual in residuals:
+        for residual, layer_norm in variants:
             for n in range(1, n_max + 1):
-                config = pick(n, backward, interpret, heads, sms, residual)
+                config = pick(n, backward, interpret, heads, sms, residual, layer_norm)
                 lo, hi = found.get(config, (n, n))
                 found[config] = (min(lo, n), max(hi, n))
     return found
@@ -132,7 +136,8 @@ def coverage_lines(interpret: bool = False) -> List[str]:
     lines = []
     for backward in (False, True):
         configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
-        gpu = "GPU, H200 (132 SMs), heads 1 and 8, with and without a residual" if backward else "GPU"
+        gpu = ("GPU, H200 (132 SMs), heads 1 and 8, with and without a residual" if backward
+               else "GPU, RMSNorm and LayerNorm")
         where = "interpreter" if interpret else gpu
         lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")
         for config, (lo, hi) in sorted(configs.items(), key=lambda item: item[1]):

@@ -55,8 +55,8 @@ import normkit  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
-from tests.config_cases import (GPU_SCENARIOS, INTERPRET_N_MAX, RESIDUAL_SCENARIOS, config_problems,  # noqa: E402
-                                describe, heuristic_configs)
+from tests.config_cases import (GPU_SCENARIOS, INTERPRET_N_MAX, LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS,  # noqa: E402
+                                config_problems, describe, heuristic_configs)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -254,7 +254,7 @@ def test_public_api_matches_float64(case):
     if m:  # what ops.launch_fwd / launch_bwd picked
         heads = c["param_shape"][0] if c["heads"] else 1
         heuristics = "interpreter" if interpret() else "gpu"
-        record(False, cfg.tile_config(shape[-1], False, interpret()), heuristics)
+        record(False, cfg.tile_config(shape[-1], False, interpret(), layer_norm=not c["rms"]), heuristics)
         # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
                                      multiprocessors=ops.multiprocessor_count(x.device),
@@ -399,7 +399,7 @@ def test_launchers_write_every_element(case):
         check(dbias, ref["grads"][2], bias.dtype, "dbias", ref["scales"][2])
     if m and config is None:  # what the launchers picked (with the SM count patched above)
         heuristics = "interpreter" if interpret() else "gpu"
-        record(False, cfg.tile_config(n, False, interpret()), heuristics)
+        record(False, cfg.tile_config(n, False, interpret(), layer_norm=not c["rms"]), heuristics)
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
                                      residual=dres is not None),
                heuristics)
@@ -440,9 +440,11 @@ def test_gpu_heuristics_enumeration():
     for backward in (False, True):
         configs = heuristic_configs(backward)
         for n in (1, 2, 3, 1000, 4097, 16384, 16385, 32768, 32769, 131073, 262144):
-            for (heads, sms), residual in itertools.product(GPU_SCENARIOS, RESIDUAL_SCENARIOS):
-                picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual)
-                assert picked in configs, (n, heads, residual, picked)
+            for (heads, sms), residual, layer_norm in itertools.product(GPU_SCENARIOS, RESIDUAL_SCENARIOS,
+                                                                        LAYER_NORM_SCENARIOS):
+                picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual,
+                                         layer_norm=layer_norm)
+                assert picked in configs, (n, heads, residual, layer_norm, picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:

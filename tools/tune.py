@@ -111,7 +111,7 @@ def main():
                                                is_rms_norm=rms, config=config) for i in range(sets)]
 
         default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
-                                  residual=args.family == "fused_add")
+                                  residual=args.family == "fused_add", layer_norm=args.family == "layer_norm")
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
         ref = outs[0].clone()
