@@ -18,11 +18,7 @@ L=$OUT/logs; mkdir -p $L
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout 330 python3 -m pytest tests/test_properties.py tests/test_split_rows.py \
-      tests/test_reliability.py tests/test_ops.py tests/test_failure_paths.py -q -p no:cacheprovider -rfE \
-      -W ignore::DeprecationWarning > $L/tests.log 2>&1
-  echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|Falsifying|configurations|heuristics, |missed" $L/tests.log | head -20
-  OUT=$L SWEEP_LIMIT=40 MEMCHECK_LIMIT=90 bash tools/device_reliability.sh sweep memcheck
+  OUT=$L SWEEP_LIMIT=40 MEMCHECK_LIMIT=90 bash tools/device_reliability.sh gpu_tests sweep memcheck
 ) &
 wait
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L

@@ -7,9 +7,10 @@
 # the timeouts sum to 580 s (under the 10-minute limit, with the machine's start-up outside it);
 # a step that timed out can be rerun alone, e.g.: tools/device_reliability.sh racecheck
 #   steps: tests sweep memcheck memcheck_split racecheck initcheck huge   (default: all, in that order)
+#   and gpu_tests (not in the default): the five GPU test files of a validation run, TESTS_LIMIT s
 # Logs land in $OUT/*.log; the lines RELIABILITY.md quotes are echoed to stdout.
 set -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # keeps the caller's (e.g. tools/device_env.sh's wheels)
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 STEPS=${*:-tests sweep memcheck memcheck_split racecheck initcheck huge}
@@ -53,6 +54,13 @@ for step in $STEPS; do
         tests/test_reliability.py tests/test_properties.py -q -p no:cacheprovider -W ignore::DeprecationWarning \
         > "$OUT/pytest.log" 2>&1
       echo "pytest (exit $?):"; grep -E "passed|failed|error|launch configurations|heuristics, |missed" "$OUT/pytest.log"
+      ;;
+    gpu_tests)  # the GPU test files of a validation run (device runs Q-S), one pytest
+      NORMKIT_HYPOTHESIS_EXAMPLES=${NORMKIT_HYPOTHESIS_EXAMPLES:-0.3} timeout ${TESTS_LIMIT:-330} $PY -m pytest \
+        tests/test_properties.py tests/test_split_rows.py tests/test_reliability.py tests/test_ops.py \
+        tests/test_failure_paths.py -q -p no:cacheprovider -rfE -W ignore::DeprecationWarning > "$OUT/tests.log" 2>&1
+      echo "tests rc=$? $(tail -1 "$OUT/tests.log")"
+      grep -E "^(FAILED|ERROR)|Falsifying|configurations|heuristics, |missed" "$OUT/tests.log" | head -20
       ;;
     sweep)  # no sanitizer: warms Triton's cache for the sanitizer runs and checks every result
       timeout ${SWEEP_LIMIT:-90} $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
