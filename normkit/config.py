@@ -195,7 +195,8 @@ def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, 
     return max(1, min(row_blocks, slots))
 
 
-# The dweight finisher on a GPU sums G ≤ 264 partial rows (L2-resident: just written). It is
+# The dweight finisher on a GPU sums G partial rows (the persistent programs: 33-528 on an H200;
+# L2-resident, just written). It is
 # latency-bound: a program walking G rows BLOCK_G at a time pays one L2 round trip per step.
 # tools/time_finisher.py (run Q, H200): 32 × 128 tiles (9 dependent steps for G = 264, N/128
 # programs) took 6.2-6.4 µs for G = 264 and 4.0 µs for G = 132; all G rows in one step on 16-column
@@ -205,7 +206,7 @@ _FINISH_MAX_ROWS = 512  # 512 × 16 fp32 = 64 values a thread on 4 warps; more r
 
 
 @functools.lru_cache(maxsize=None)
-def finish_config(interpret: bool, rows: int = _FINISH_MAX_ROWS) -> TileConfig:
+def finish_config(interpret: bool, rows: int) -> TileConfig:
     """The dweight finisher's tile for `rows` (= G) partial rows: block_m partial rows × block_n
     columns per step. GPU: every row in one step where G ≤ 512, on 16-column strips. Interpreter:
     one wide tile (each program is a Python loop iteration there)."""

@@ -85,7 +85,7 @@ def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch
     if interpret():
         raise ValueError("split-row configs need every program resident at once; "
                          "Triton's interpreter runs programs one after another")
-    ring = 4  # kernels.stats.RING
+    ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
     return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
                        device=device)
 
@@ -129,8 +129,9 @@ def _run_compiled(run: Callable[[cfg.TileConfig], None], config: cfg.TileConfig,
     """run(config); when the GPU compiler rejects that configuration, warn (once for each
     configuration and kernel specialization) and run(fallback) instead. Compilation happens
     before the kernel touches memory, so nothing was written when the fallback starts; other
-    errors (and a failure of the fallback itself) propagate (see `_is_compile_error`). `specialization()` names what was
-    compiled (kernel, flags, dtypes); it is only called once something has failed."""
+    errors (and a failure of the fallback itself) propagate (`_is_compile_error` tells them
+    apart). `specialization()` names what was compiled (kernel, flags, dtypes); it is only called
+    once something has failed."""
     if _failed_configs and (_freeze(specialization()), config) in _failed_configs:
         return run(fallback)
     try:
