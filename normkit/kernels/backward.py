@@ -85,6 +85,23 @@ def _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
 
 
 @triton.jit
+def _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS, head_rows, cols, col_mask,
+               stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr,
+               PREFETCH: tl.constexpr):
+    """(h, dy, next_h, next_dy) for `row_block`: with PREFETCH the tile loaded one iteration ago,
+    and the loads of the block `num_programs` further go out now; without, loaded here (next_h and
+    next_dy pass through untouched)."""
+    if PREFETCH:
+        h, dy = next_h, next_dy
+        next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols, col_mask,
+                                     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+    else:
+        h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
+                           stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+    return h, dy, next_h, next_dy
+
+
+@triton.jit
 def _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE: tl.constexpr):
     """w + weight_offset for the columns `cols` of this head's weight row, upcast."""
     return tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
@@ -166,6 +183,7 @@ def norm_bwd_kernel(
         # rows, where keeping it live spilled (4096×16384: see config._BWD_PREFETCH).
         if HAS_WEIGHT and KEEP_W:
             w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+        next_h, next_dy = 0, 0  # (placeholders without PREFETCH: _take_rows passes them through)
         if PREFETCH:
             next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
                                          stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
@@ -187,14 +205,9 @@ def norm_bwd_kernel(
         prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
         for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1):
             row_block = pid + t * num_programs
-            if PREFETCH:
-                h, dy = next_h, next_dy
-                next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols,
-                                             col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
-                                             BLOCK_M)
-            else:
-                h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
-                                   stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+            h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
+                                                head_rows, cols, col_mask, stride_x_row, stride_x_col,
+                                                stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
             if HAS_WEIGHT and not KEEP_W:
                 w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
             mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
@@ -253,14 +266,10 @@ def norm_bwd_kernel(
                     mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             if ONE_TILE:
                 mask = row_mask[:, None] & col_mask[None, :]
-                if PREFETCH:  # this block's tile arrived during the previous block's math; start the next
-                    h, dy = next_h, next_dy
-                    next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols,
-                                                 col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
-                                                 BLOCK_M)
-                else:
-                    h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
-                                       stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+                # with PREFETCH this block's tile arrived during the previous block's math; start the next
+                h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
+                                                    head_rows, cols, col_mask, stride_x_row, stride_x_col,
+                                                    stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
                 h = h.to(COMPUTE_DTYPE)
                 dy = dy.to(COMPUTE_DTYPE)
                 g = dy
