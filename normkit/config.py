@@ -79,10 +79,11 @@ _BWD_PREFETCH = {
     4096: (2, 16, 1),  # 16384×4096: 108.0 against 139.7 (LayerNorm 113.6 / 175.8, fp32 202 / 224)
     8192: (1, 16, 1),  # 16384×8192: 206.1 against 256.6
 }
-# The fused-add backward (HAS_DRESIDUAL: a fourth (M, N) stream, dresidual_out) at N = 4096 wants
-# more programs with fewer bytes each: 1 row × 8 warps, 2 per SM (run M, 16384×4096 bf16: 137.9 µs
-# against 143.2 for the plain RMSNorm choice). Other widths were not swept with a residual.
-_BWD_PREFETCH_RESIDUAL = {4096: (1, 8, 2)}
+# The fused-add backward (HAS_DRESIDUAL: a fourth (M, N) stream, dresidual_out) wants more
+# programs with fewer bytes each: 1 row on half the warps, twice the programs per SM, at N = 4096
+# (run M, 16384×4096 bf16: 137.9 µs against 143.2 for the plain RMSNorm choice) and N = 2048
+# (run U, 16384×2048 bf16: 69.6 µs = 91 % of copy against 72.4 = 87 %). 1024 and 8192 not swept.
+_BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
 # QK-norm rows of 128 (run N, tools/tune.py, 524288×128 bf16): 32 rows on 2 warps with 4
 # programs per SM, 130.3 µs against 140.7 for the generic 64 × 128 on 4 warps, 2/SM (run P side
 # by side: 133 against torch.compile's 141). Only without dresidual_out: ptxas shows the tile
