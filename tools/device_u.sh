@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device run U (session 6, nvidia-h200-x2): LayerNorm's backward on 4-byte rows at N = 4096 gets
 # its own tile (2 rows × 8 warps, config._BWD_PREFETCH_LAYER_NORM_FP32, from run T's sweep).
+# (Reverted after this run: no gain beyond the spread; BENCHMARKS.md, "Session 6".)
 # GPU 0: the LayerNorm family side by side (fp32 16384×4096 predicted ~203 µs, was 211 in run T),
 #        the plain RMSNorm shapes at N = 4096 (must not move: their tile did not change), then
 #        sweeps: RMSNorm fp32 backward at 16384×4096 (does 8 warps win there too?), LayerNorm fp32
