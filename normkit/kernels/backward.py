@@ -62,16 +62,20 @@ from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
-def _load_tile(X, DY, W, x_offs, dy_offs, w_offs, mask, col_mask, weight_offset,
-               HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """(h, dy, g = dy·(w + weight_offset)) for one tile, upcast; masked elements are 0."""
-    h = tl.load(X + x_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
-    dy = tl.load(DY + dy_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+def _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N, stride_x_col, stride_dy_col,
+                      weight_offset, HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """(c, mask, h, dy, g = dy·(w + weight_offset)) for the column tile c = start + cols of a row
+    block (column tiles: both passes over the row), upcast; masked elements are 0."""
+    c = start + cols
+    col_mask = c < N
+    mask = row_mask[:, None] & col_mask[None, :]
+    h = tl.load(X + (x_rows + c[None, :] * stride_x_col), mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    dy = tl.load(DY + (dy_rows + c[None, :] * stride_dy_col), mask=mask, other=0.0).to(COMPUTE_DTYPE)
     g = dy
     if HAS_WEIGHT:
-        w = tl.load(W + w_offs, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+        w = tl.load(W + (w_row + c), mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
         g = dy * w[None, :]
-    return h, dy, g
+    return c, mask, h, dy, g
 
 
 @triton.jit
@@ -312,11 +316,9 @@ def norm_bwd_kernel(
                     mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
                 m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
                 for start in tl.range(0, N, BLOCK_N):
-                    c = start + cols
-                    mask = row_mask[:, None] & (c < N)[None, :]
-                    h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
-                                          dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
-                                          weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                    c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
+                                                          stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
+                                                          COMPUTE_DTYPE)
                     acc_gh += g * h
                     acc_g += g
                     if RECOMPUTE_STATS:
@@ -344,11 +346,9 @@ def norm_bwd_kernel(
                     db_acc += tl.sum(dy, axis=0)
             else:
                 for start in tl.range(0, N, BLOCK_N):
-                    c = start + cols
-                    mask = row_mask[:, None] & (c < N)[None, :]
-                    h, dy, g = _load_tile(X, DY, W, x_rows + c[None, :] * stride_x_col,
-                                          dy_rows + c[None, :] * stride_dy_col, w_row + c, mask, c < N,
-                                          weight_offset, HAS_WEIGHT, COMPUTE_DTYPE)
+                    c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
+                                                          stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
+                                                          COMPUTE_DTYPE)
                     x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
                     _store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
                               dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE)
