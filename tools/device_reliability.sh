@@ -7,7 +7,8 @@
 # the timeouts sum to 580 s (under the 10-minute limit, with the machine's start-up outside it);
 # a step that timed out can be rerun alone, e.g.: tools/device_reliability.sh racecheck
 #   steps: tests sweep memcheck memcheck_split racecheck initcheck huge   (default: all, in that order)
-#   and gpu_tests (not in the default): the five GPU test files of a validation run, TESTS_LIMIT s
+#   and, not in the default: gpu_tests (the five GPU test files of a validation run, TESTS_LIMIT s),
+#   memcheck_bwd (FAMILIES=… WIDTHS=lo|all: one family's backward configurations under memcheck)
 # Logs land in $OUT/*.log; the lines RELIABILITY.md quotes are echoed to stdout.
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # keeps the caller's (e.g. tools/device_env.sh's wheels)
@@ -68,6 +69,9 @@ for step in $STEPS; do
       ;;
     memcheck)       run_sanitizer memcheck ${MEMCHECK_LIMIT:-80} memcheck --split exclude ;;
     memcheck_split) run_sanitizer memcheck 30 memcheck_split --split only --families rms,layer_norm ;;
+    memcheck_bwd)   # one family's backward configurations after a tile change (FAMILIES, WIDTHS lo/all)
+      run_sanitizer memcheck ${MEMCHECK_LIMIT:-60} memcheck_bwd_${FAMILIES:-rms} --kind bwd --families ${FAMILIES:-rms} \
+        --split exclude --widths ${WIDTHS:-all} ;;
     racecheck)      run_sanitizer racecheck 60 racecheck --split exclude --widths lo --families rms,layer_norm ;;
     initcheck)      run_sanitizer initcheck 50 initcheck --split exclude --widths lo ;;
     huge)  # tensors above 2**31 elements

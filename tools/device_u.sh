@@ -26,11 +26,7 @@ L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=1
   OUT=$L TESTS_LIMIT=330 bash tools/device_reliability.sh gpu_tests
-  S=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 $S --tool memcheck python3 tools/sanitize_sweep.py \
-      --kind bwd --families layer_norm --split exclude --widths lo > $L/memcheck_ln.log 2>&1
-  echo "memcheck ln (exit $?): $(grep -c ': ok (' $L/memcheck_ln.log) ok, $(grep -c FAIL $L/memcheck_ln.log) failed"
-  grep -E "ERROR SUMMARY|sanitize_sweep:" $L/memcheck_ln.log | sort | uniq -c
+  OUT=$L FAMILIES=layer_norm WIDTHS=lo bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L

@@ -20,11 +20,7 @@ L=$OUT/logs; mkdir -p $L
   NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout 150 python3 -m pytest tests/test_properties.py -q -p no:cacheprovider \
       -rfE -k "every_gpu_heuristic or enumeration or launchers" > $L/tests.log 2>&1
   echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|heuristics, |missed" $L/tests.log | head
-  S=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 $S --tool memcheck python3 tools/sanitize_sweep.py \
-      --kind bwd --families fused_add --split exclude --widths all > $L/memcheck_fused.log 2>&1
-  echo "memcheck fused (exit $?): $(grep -c ': ok (' $L/memcheck_fused.log) ok, $(grep -c FAIL $L/memcheck_fused.log) failed"
-  grep -E "ERROR SUMMARY|sanitize_sweep:" $L/memcheck_fused.log | sort | uniq -c
+  OUT=$L FAMILIES=fused_add WIDTHS=all bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
