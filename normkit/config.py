@@ -23,7 +23,6 @@ class TileConfig:
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
-    prefetch2: bool = False  # with prefetch, not split: the next two row blocks' loads in flight
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -31,9 +30,6 @@ class TileConfig:
                              f"got {self}")
         if self.prefetch and not self.one_tile:
             raise ValueError(f"prefetch holds the next row block in registers: it needs one_tile=True, got {self}")
-        if self.prefetch2 and (not self.prefetch or self.split):
-            raise ValueError(f"prefetch2 deepens prefetch of whole rows: it needs prefetch=True and split=False, "
-                             f"got {self}")
 
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):

@@ -265,8 +265,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, PREFETCH2=config.prefetch2,
-            num_warps=config.num_warps,
+            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, num_warps=config.num_warps,
             num_stages=config.num_stages, **flags,
         )
         for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):

@@ -147,13 +147,11 @@ FORCED = [
     cfg.TileConfig(block_m=8, block_n=128, one_tile=True),  # whole row, stacked, masked tail rows
     # whole row, the next row block prefetched (backward only; the forward runs it without)
     cfg.TileConfig(block_m=4, block_n=128, one_tile=True, programs_per_sm=2, prefetch=True),
-    # two row blocks in flight (each program owns 1-3 row blocks here: the last ones masked off)
-    cfg.TileConfig(block_m=4, block_n=128, one_tile=True, programs_per_sm=2, prefetch=True, prefetch2=True),
 ]
 
 
 def _label(c):
-    return f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}{'-prefetch' if c.prefetch else ''}{'2' if c.prefetch2 else ''}"
+    return f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}{'-prefetch' if c.prefetch else ''}"
 
 
 @pytest.mark.parametrize("config", FORCED, ids=_label)
@@ -163,7 +161,7 @@ def test_forced_configs_write_every_element(config, recompute, device):
     x, w, dy = make_inputs(m, n, torch.float32, device, seed=8)
     out = torch.full((m, n), float("nan"), device=device)
     rstd = torch.full((m,), float("nan"), device=device)
-    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=dataclasses.replace(config, prefetch=False, prefetch2=False))
+    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=dataclasses.replace(config, prefetch=False))
     y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
     assert_matches(out, y_ref, torch.float32, "y")
     assert_matches(rstd, rstd_ref, torch.float32, "rstd")
@@ -174,37 +172,6 @@ def test_forced_configs_write_every_element(config, recompute, device):
     dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
     assert_matches(dx, dx_ref, torch.float32, "dx")
     assert_matches(dweight, dw_ref, torch.float32, "dweight")
-
-
-@pytest.mark.parametrize("programs", [1, 2, 3])
-@pytest.mark.parametrize("rms", [True, False])
-def test_two_row_blocks_in_flight(programs, rms, device, monkeypatch):
-    """prefetch2: each persistent program walks 4-10 row blocks with the next two in flight
-    (LayerNorm with bias and dresidual_out, statistics recomputed), against float64."""
-    from normkit import reference
-    monkeypatch.setattr(ops, "multiprocessor_count", lambda device: programs)
-    m, n = 37, 100
-    x, w, dy = make_inputs(m, n, torch.float32, device, seed=11)
-    dres = torch.randn(m, n, generator=torch.Generator().manual_seed(12)).to(device)
-    config = cfg.TileConfig(block_m=4, block_n=128, one_tile=True, programs_per_sm=1, prefetch=True, prefetch2=True)
-    dx = torch.full((m, n), float("nan"), device=device)
-    dweight = torch.full((n,), float("nan"), device=device)
-    dbias = None if rms else torch.full((n,), float("nan"), device=device)
-    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, dbias=dbias, dresidual_out=dres, eps=1e-6,
-                   is_rms_norm=rms, config=config)
-    d_x, d_w, d_b = reference.norm_bwd(x.double(), w.double(), dy.double(), dresidual_out=dres.double(), eps=1e-6,
-                                       is_rms_norm=rms, bias_dtype=None if rms else torch.float64)
-    assert_matches(dx, d_x, torch.float32, "dx")
-    assert_matches(dweight, d_w, torch.float32, "dweight")
-    if not rms:
-        assert_matches(dbias, d_b, torch.float32, "dbias")
-
-
-def test_prefetch2_needs_prefetch_of_whole_rows():
-    with pytest.raises(ValueError, match="prefetch2 deepens prefetch of whole rows"):
-        cfg.TileConfig(2, 1024, True, prefetch2=True)
-    with pytest.raises(ValueError, match="prefetch2 deepens prefetch of whole rows"):
-        cfg.TileConfig(1, 8192, True, split=True, prefetch=True, prefetch2=True)
 
 
 def test_more_programs_than_rows_still_write_partials(device, monkeypatch):

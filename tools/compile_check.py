@@ -85,26 +85,21 @@ def cases():
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",
                    norm_bwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
-                        SPLIT=1, PREFETCH=False, PREFETCH2=False), 8)
+                        SPLIT=1, PREFETCH=False), 8)
             if one_tile:  # split rows: each part a whole-row tile, the parts exchanging row sums
                 yield (f"bwd {dtype} split rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
-                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False, PREFETCH2=False), 16)
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False), 16)
                 # the next row block's tile loaded ahead (whole rows; split parts)
                 yield (f"bwd {dtype} prefetch rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
-                            SPLIT=1, PREFETCH=True, PREFETCH2=False), 8)
-                # two row blocks in flight (whole rows only)
-                yield (f"bwd {dtype} prefetch2 rms={rms} all_flags={extra} recompute={recompute}",
-                       norm_bwd_kernel, dtype, pointers,
-                       dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
-                            SPLIT=1, PREFETCH=True, PREFETCH2=True), 8)
+                            SPLIT=1, PREFETCH=True), 8)
                 yield (f"bwd {dtype} split prefetch rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
-                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=True, PREFETCH2=False), 16)
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=True), 16)
     # Mixed dtypes, with the pointers of disabled flags passed as None (what ops passes): the
     # specializations the uniform sets above miss. LayerNorm without weight, bf16 h and float32 dy
     # on column tiles crashed Triton's OptimizeThreadLocality pass (a row sum added to a
@@ -117,12 +112,12 @@ def cases():
             yield (f"bwd mixed one_tile={one_tile} LN no weight bf16 h fp32 dy recompute={recompute}",
                    norm_bwd_kernel, "bf16", dict(BWD_POINTERS, DY="*fp32"),
                    dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_DRESIDUAL=True, RECOMPUTE_STATS=recompute,
-                        SPLIT=1, PREFETCH=False, PREFETCH2=False, W=None, DW_PARTIAL=None, DB_PARTIAL=None, XCHG=None,
+                        SPLIT=1, PREFETCH=False, W=None, DW_PARTIAL=None, DB_PARTIAL=None, XCHG=None,
                         **({"MEAN": None, "RSTD": None} if recompute else {})), warps)
         yield (f"bwd mixed one_tile={one_tile} rms fp32 weight bf16 h fp16 dy",
                norm_bwd_kernel, "bf16", dict(BWD_POINTERS, W="*fp32", DY="*fp16"),
                dict(block, IS_RMS_NORM=True, HAS_WEIGHT=True, HAS_BIAS=True, HAS_DRESIDUAL=False,
-                    RECOMPUTE_STATS=False, SPLIT=1, PREFETCH=False, PREFETCH2=False, DRESIDUAL_OUT=None, MEAN=None, XCHG=None), warps)
+                    RECOMPUTE_STATS=False, SPLIT=1, PREFETCH=False, DRESIDUAL_OUT=None, MEAN=None, XCHG=None), warps)
         yield (f"fwd mixed one_tile={one_tile} LN no weight bf16 x fp32 residual and y",
                norm_fwd_kernel, "bf16", dict(FWD_POINTERS, RESIDUAL="*fp32", Y="*fp32", RESIDUAL_OUT="*fp32"),
                dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_RESIDUAL=True, STORE_RESIDUAL_OUT=True,

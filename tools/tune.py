@@ -72,8 +72,6 @@ def main():
                    help="backward: also (or only) try split-row configs")
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
                    help="backward, whole-row tiles: also (or only) try prefetching the next row block")
-    p.add_argument("--prefetch2", action="store_true",
-                   help="backward: also try each prefetching whole-row tile with two row blocks in flight")
     args = p.parse_args()
     if args.kind == "fwd" and args.family == "fused_add":
         p.error("--family fused_add is a backward sweep here (the forward's residual is not wired in)")
@@ -126,8 +124,6 @@ def main():
         if args.kind == "bwd" and args.prefetch != "no":
             fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs if c.one_tile and not c.prefetch]
             configs = fetched if args.prefetch == "only" else configs + fetched
-        if args.kind == "bwd" and args.prefetch2:
-            configs += [(dataclasses.replace(c, prefetch2=True), pp) for c, pp in configs if c.prefetch and not c.split]
         configs.insert(0, (default, default.programs_per_sm))
         with torch.cuda.stream(side):
             for c, pp in configs:

@@ -48,9 +48,7 @@ nothing in flight while it reduces and computes a row block. With PREFETCH it ho
 block's h and dy (as stored, e.g. bf16) in registers and issues their loads before this block's
 math, so HBM is always being read: a software pipeline of depth two, by hand (the loop's
 num_stages did not overlap them: this ran 10-20 % faster, BENCHMARKS.md design change 5). The
-last iteration's "next" rows are past the end and their loads are masked off. PREFETCH2 (whole
-rows, not split) keeps the next two row blocks in flight instead of one: a pipeline of depth
-three, for tiles small enough to hold it without spilling. With whole rows
+last iteration's "next" rows are past the end and their loads are masked off. With whole rows
 the weight is loaded once per program (KEEP_W), except for the widest rows without prefetch,
 where keeping it live spilled.
 """
@@ -91,26 +89,20 @@ def _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
 
 
 @triton.jit
-def _take_rows(X, DY, next_h, next_dy, next2_h, next2_dy, row_block, num_programs, head, HEADS, head_rows, cols,
-               col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr,
-               PREFETCH: tl.constexpr, PREFETCH2: tl.constexpr):
-    """(h, dy, next_h, next_dy, next2_h, next2_dy) for `row_block`: with PREFETCH the tile loaded
-    one iteration ago (PREFETCH2: two iterations ago, the one-ago tile moving up), and the loads of
-    the block one (two) strides further go out now; without, loaded here (the rest pass through)."""
+def _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS, head_rows, cols, col_mask,
+               stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr,
+               PREFETCH: tl.constexpr):
+    """(h, dy, next_h, next_dy) for `row_block`: with PREFETCH the tile loaded one iteration ago,
+    and the loads of the block `num_programs` further go out now; without, loaded here (next_h and
+    next_dy pass through untouched)."""
     if PREFETCH:
         h, dy = next_h, next_dy
-        if PREFETCH2:
-            next_h, next_dy = next2_h, next2_dy
-            next2_h, next2_dy = _load_rows(X, DY, row_block + 2 * num_programs, head, HEADS, head_rows, cols,
-                                           col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
-                                           BLOCK_M)
-        else:
-            next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols, col_mask,
-                                         stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+        next_h, next_dy = _load_rows(X, DY, row_block + num_programs, head, HEADS, head_rows, cols, col_mask,
+                                     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
     else:
         h, dy = _load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
                            stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
-    return h, dy, next_h, next_dy, next2_h, next2_dy
+    return h, dy, next_h, next_dy
 
 
 @triton.jit
@@ -167,7 +159,6 @@ def norm_bwd_kernel(
     X_HAT_DTYPE: tl.constexpr,
     SPLIT: tl.constexpr = 1,  # power of two ≥ the number of column parts of a row (1: no split)
     PREFETCH: tl.constexpr = False,  # ONE_TILE: load the next row block's h and dy before this one's math
-    PREFETCH2: tl.constexpr = False,  # with PREFETCH, not split: two row blocks in flight instead of one
 ):
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
@@ -197,13 +188,9 @@ def norm_bwd_kernel(
         if HAS_WEIGHT and KEEP_W:
             w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
         next_h, next_dy = 0, 0  # (placeholders without PREFETCH: _take_rows passes them through)
-        next2_h, next2_dy = 0, 0
         if PREFETCH:
             next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
                                          stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
-            if PREFETCH2:
-                next2_h, next2_dy = _load_rows(X, DY, pid + num_programs, head, HEADS, head_rows, cols, col_mask,
-                                               stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
     elif HAS_WEIGHT or HAS_BIAS:
         zeros = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N):
@@ -222,9 +209,9 @@ def norm_bwd_kernel(
         prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
         for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1):
             row_block = pid + t * num_programs
-            h, dy, next_h, next_dy, next2_h, next2_dy = _take_rows(
-                X, DY, next_h, next_dy, next2_h, next2_dy, row_block, num_programs, head, HEADS, head_rows, cols,
-                col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH, False)
+            h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
+                                                head_rows, cols, col_mask, stride_x_row, stride_x_col,
+                                                stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
             if HAS_WEIGHT and not KEEP_W:
                 w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
             mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
@@ -284,10 +271,9 @@ def norm_bwd_kernel(
             if ONE_TILE:
                 mask = row_mask[:, None] & col_mask[None, :]
                 # with PREFETCH this block's tile arrived during the previous block's math; start the next
-                h, dy, next_h, next_dy, next2_h, next2_dy = _take_rows(
-                    X, DY, next_h, next_dy, next2_h, next2_dy, row_block, num_programs, head, HEADS, head_rows,
-                    cols, col_mask, stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH,
-                    PREFETCH2)
+                h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
+                                                    head_rows, cols, col_mask, stride_x_row, stride_x_col,
+                                                    stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
                 h = h.to(COMPUTE_DTYPE)
                 dy = dy.to(COMPUTE_DTYPE)
                 g = dy
