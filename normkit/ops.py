@@ -257,8 +257,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         # caller's dx, dweight and dbias untouched.
         programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
         parts = cfg.split_parts(config, n)
-        dw_partial = None if dweight is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
-        db_partial = None if dbias is None else torch.empty((programs, heads * n), dtype=acc, device=x.device)
+        grads = [g for g in (dweight, dbias) if g is not None]  # finished together, in one launch
+        partials = torch.empty((len(grads), programs, heads * n), dtype=acc, device=x.device) if grads else None
+        dw_partial = None if dweight is None else partials[0]
+        db_partial = None if dbias is None else partials[-1]
         xchg = _split_buffer(config, parts, programs * heads, x.device) if parts > 1 else None
         launch(kernels().norm_bwd_kernel, (programs * parts, heads),
             x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
@@ -268,13 +270,12 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, num_warps=config.num_warps,
             num_stages=config.num_stages, **flags,
         )
-        for partial, grad in ((dw_partial, dweight), (db_partial, dbias)):
-            if grad is not None:
-                finish = cfg.finish_config(interpret(), programs)
-                launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n),),
-                    partial, grad, programs, heads * n,
-                    BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
-                )
+        if grads:
+            finish = cfg.finish_config(interpret(), programs)
+            launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n), len(grads)),
+                partials, grads[0], grads[-1], programs, heads * n,
+                BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
+            )
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),

@@ -122,7 +122,7 @@ def cases():
                norm_fwd_kernel, "bf16", dict(FWD_POINTERS, RESIDUAL="*fp32", Y="*fp32", RESIDUAL_OUT="*fp32"),
                dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_RESIDUAL=True, STORE_RESIDUAL_OUT=True,
                     STORE_STATS=False, W=None, B=None, MEAN=None, RSTD=None), warps)
-    yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16"},
+    yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16", "OUT2": "*fp32"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
 
 

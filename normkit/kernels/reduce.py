@@ -1,8 +1,10 @@
-"""Finisher: dweight[n] = Σ_{p < G} DW_PARTIAL[p, n], summed in a fixed order.
+"""Finisher: grad_k[n] = Σ_{p < G} PARTIAL[k, p, n], summed in a fixed order, for k < K ≤ 2.
 
-Each program owns BLOCK_N columns and walks the G partial rows BLOCK_G at a time, so the order
-of the additions depends only on (G, BLOCK_G): bitwise reproducible, no atomics. The result is
-cast to the parameter's dtype on store.
+One launch finishes every parameter gradient of a backward: k = 0 → OUT (dweight, or dbias when
+there is no weight), k = 1 → OUT2 (dbias), the gradient chosen by the grid's second axis. Each
+program owns BLOCK_N columns of one gradient and walks its G partial rows BLOCK_G at a time, so
+the order of the additions depends only on (G, BLOCK_G): bitwise reproducible, no atomics. The
+result is cast to the parameter's dtype on store.
 """
 
 import triton
@@ -11,16 +13,22 @@ import triton.language as tl
 
 @triton.jit
 def sum_partials_kernel(
-    PARTIAL, OUT,  # partial (G, N) row-major in ACC dtype; out (N,)
+    PARTIAL, OUT, OUT2,  # partial (K, G, N) row-major in ACC dtype; out, out2 (N,) (out2 used when K = 2)
     G, N,
     BLOCK_G: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
+    which = tl.program_id(1)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
+    base = PARTIAL + which.to(tl.int64) * G * N
     acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=PARTIAL.dtype.element_ty)
     for start in tl.range(0, G, BLOCK_G):
         rows = start + tl.arange(0, BLOCK_G)
         mask = (rows < G)[:, None] & col_mask[None, :]
-        acc += tl.load(PARTIAL + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0)
-    tl.store(OUT + cols, tl.sum(acc, axis=0).to(OUT.dtype.element_ty), mask=col_mask)
+        acc += tl.load(base + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    total = tl.sum(acc, axis=0)
+    if which == 0:
+        tl.store(OUT + cols, total.to(OUT.dtype.element_ty), mask=col_mask)
+    else:
+        tl.store(OUT2 + cols, total.to(OUT2.dtype.element_ty), mask=col_mask)
