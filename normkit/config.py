@@ -100,6 +100,12 @@ _FWD_LAYER_NORM = {
     1024: (2, 4),  # 16384×1024: 19.4 µs against 21.0 for RMSNorm's 4 rows on 8 warps
     8192: (1, 8),  # 16384×8192: 131.7 µs (97 %) against 147.8 on 16 warps
 }
+# Every family at N = 2048 (run ZB, tools/tune.py --kind fwd, bf16 16384×2048): one row a program
+# on 4 warps against the rule's 2 rows on 8 — LayerNorm 34.5 against 36.7 µs, the fused add 65.3
+# against 66.6 (best 65.2 on 8 warps), RMSNorm 34.4 against 34.9. Side by side with the old tile
+# (run ZD, 3 rounds): LayerNorm 38.7 → 36.2, fused add 68.1 → 66.8, RMSNorm 35.8 → 35.2; 4096×2048
+# LayerNorm 11.2 → 10.4. Whole row: (block_m, num_warps).
+_FWD_ROWS = {2048: (1, 4)}
 _MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
 # fewer and larger the programs, the faster; registers do not exist there.
@@ -155,6 +161,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
+        return TileConfig(block_m, whole, True, warps)
+    if whole in _FWD_ROWS:
+        block_m, warps = _FWD_ROWS[whole]
         return TileConfig(block_m, whole, True, warps)
     if whole <= _MAX_ONE_TILE_FWD:
         block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
