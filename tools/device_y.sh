@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# NOTE (session 7): this A/B compared the working tree with itself — `python3 -m normkit` puts the
+# working directory first on sys.path, so PYTHONPATH=base_build never reached HEAD's copy. Its "no
+# change" outcome is void; tools/device_zd.sh runs each build from its own directory.
 # Device run Y (session 6, nvidia-h200-x2). An experiment, reverted after it (BENCHMARKS.md,
 # "Session 6"): the RMSNorm backward without its Σg reduction (LayerNorm's term; ptxas for sm_90:
 # 13 → 10 barriers at N = 2048, 6 → 3 at N = 8192). A/B in one run: base_build/ held HEAD's

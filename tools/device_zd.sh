@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Device run ZD (session 7, nvidia-h200-x2): runs Y, ZA and ZC's A/B compared a build with itself —
+# `python3 -m normkit` puts the working directory first on sys.path, so PYTHONPATH=base_build never
+# reached HEAD's copy. Here each build runs from its own directory (printed: normkit.__file__).
+# base_build/ = HEAD's normkit (mkdir base_build && git archive HEAD normkit | tar x -C base_build;
+# not committed). Changes against HEAD: dweight and dbias finished by one launch; the forward tile
+# at N = 2048 (1 row × 4 warps, run ZB). Predictions: LayerNorm backward −0.5-2 µs (one ~2 µs
+# launch less); forward 16384×2048 LayerNorm −5 %, fused add −2 %, RMSNorm −1 %.
+# GPU 1: the GPU test files on the new build (run ZC's copy timed out at 79 %, 0 failures so far).
+source tools/device_env.sh
+L=$OUT/logs; mkdir -p $L
+ROOT=$PWD
+(
+  export CUDA_VISIBLE_DEVICES=0
+  for round in 1 2 3; do
+    for build in base new; do
+      DIR=$ROOT; [ $build = base ] && DIR=$ROOT/base_build
+      cd $DIR
+      [ $round = 1 ] && PYTHONPATH=/tmp/site python3 -c "import normkit; print('$build imports', normkit.__file__)"
+      PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family all --impls normkit --dtypes bf16 \
+          --shapes 16384x2048,4096x2048,16384x4096,16384x8192 --json $L/ab_${build}_$round.json > $L/ab_${build}_$round.log 2>&1
+      echo "== $build round $round bf16 (rc=$?)"
+      PYTHONPATH=/tmp/site timeout 40 python3 -m normkit bench --family layer_norm --impls normkit --shapes 16384x4096 \
+          --dtypes fp32 --json $L/ab_${build}_${round}_fp32.json > $L/ab_${build}_${round}_fp32.log 2>&1
+      echo "== $build round $round fp32 (rc=$?)"
+    done
+  done
+) &
+(
+  export CUDA_VISIBLE_DEVICES=1
+  OUT=$L TESTS_LIMIT=330 bash tools/device_reliability.sh gpu_tests
+) &
+wait
+tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
