@@ -50,3 +50,16 @@ def multiprocessor_count(device: torch.device) -> int:
 @functools.lru_cache(maxsize=None)
 def _cuda_multiprocessor_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def dependent_launch(device: torch.device) -> bool:
+    """Whether the backward's finisher may use programmatic dependent launch on `device`: compiled
+    kernels on a GPU of compute capability 9.0 or newer (`griddepcontrol` is sm_90+ PTX)."""
+    if device.type != "cuda" or interpret():
+        return False
+    return _cuda_capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_capability(index: int) -> tuple:
+    return torch.cuda.get_device_capability(index)

@@ -16,7 +16,7 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import interpret, kernels, multiprocessor_count, uses_triton
+from ._runtime import dependent_launch, interpret, kernels, multiprocessor_count, uses_triton
 from .launch import launch
 from .validation import stats_dtype
 
@@ -251,6 +251,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
                  HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
                  COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype))
+    pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
 
     def run(config: cfg.TileConfig) -> None:
         # Every buffer is allocated before the first launch: an out-of-memory error leaves the
@@ -267,14 +268,15 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, num_warps=config.num_warps,
-            num_stages=config.num_stages, **flags,
+            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
+            num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )
         if grads:
             finish = cfg.finish_config(interpret(), programs)
             launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n), len(grads)),
                 partials, grads[0], grads[-1], programs, heads * n,
-                BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, num_warps=finish.num_warps,
+                BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,
+                **({"launch_pdl": True} if pdl else {}),
             )
 
     with _device_guard(x.device):

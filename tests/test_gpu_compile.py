@@ -22,7 +22,9 @@ def test_every_kernel_family_compiles_for_sm90():
     assert out.returncode == 0, out.stdout + out.stderr
     # 5 dtype/flag sets × (fwd + bwd saved/recomputed) = 15; the 3 whole-row sets also with the
     # split-row, prefetching and split + prefetching backward (saved/recomputed) = 18; mixed dtypes with
-    # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher
-    assert out.stdout.count("ok    ") == 42 and "FAIL" not in out.stdout, out.stdout
+    # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher; the
+    # finisher and a backward with programmatic dependent launch = 2
+    assert out.stdout.count("ok    ") == 44 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" pdl") == 2, out.stdout
     assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
     assert out.stdout.count(" prefetch ") == 12, out.stdout

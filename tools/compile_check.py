@@ -124,6 +124,13 @@ def cases():
                     STORE_STATS=False, W=None, B=None, MEAN=None, RSTD=None), warps)
     yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16", "OUT2": "*fp32"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
+    # programmatic dependent launch (sm_90+): the backward signals, the finisher waits
+    yield ("finisher fp32 pdl", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16", "OUT2": "*bf16"},
+           dict(BLOCK_G=256, BLOCK_N=16, USE_PDL=True), 4)
+    yield ("bwd bf16 pdl rms prefetch", norm_bwd_kernel, "bf16", BWD_POINTERS,
+           dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=True, IS_RMS_NORM=True, COMPUTE_DTYPE=tl.float32,
+                X_HAT_DTYPE=tl.float32, HAS_WEIGHT=True, HAS_BIAS=False, HAS_DRESIDUAL=False, RECOMPUTE_STATS=False,
+                SPLIT=1, PREFETCH=True, LAUNCH_DEPENDENTS=True), 16)
 
 
 def main() -> int:

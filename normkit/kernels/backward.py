@@ -55,6 +55,7 @@ where keeping it live spilled.
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
@@ -159,7 +160,10 @@ def norm_bwd_kernel(
     X_HAT_DTYPE: tl.constexpr,
     SPLIT: tl.constexpr = 1,  # power of two ≥ the number of column parts of a row (1: no split)
     PREFETCH: tl.constexpr = False,  # ONE_TILE: load the next row block's h and dy before this one's math
+    LAUNCH_DEPENDENTS: tl.constexpr = False,  # sm_90+: let the finisher's programs launch early (reduce.py)
 ):
+    if LAUNCH_DEPENDENTS:
+        gdc_launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192

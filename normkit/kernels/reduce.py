@@ -5,10 +5,16 @@ there is no weight), k = 1 → OUT2 (dbias), the gradient chosen by the grid's s
 program owns BLOCK_N columns of one gradient and walks its G partial rows BLOCK_G at a time, so
 the order of the additions depends only on (G, BLOCK_G): bitwise reproducible, no atomics. The
 result is cast to the parameter's dtype on store.
+
+USE_PDL (sm_90+): launched as a programmatic dependent of the backward kernel, whose programs
+signal `gdc_launch_dependents` as they start; this kernel's programs can then be placed on SMs as
+the backward's programs exit, and `gdc_wait` holds them until the backward grid has completed and
+its partial rows are visible — the launch latency overlaps the backward's tail.
 """
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 
 @triton.jit
@@ -17,7 +23,10 @@ def sum_partials_kernel(
     G, N,
     BLOCK_G: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    USE_PDL: tl.constexpr = False,
 ):
+    if USE_PDL:
+        gdc_wait()
     which = tl.program_id(1)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
