@@ -432,3 +432,48 @@ def test_ops_results_do_not_depend_on_the_mode():
         results.setdefault(mode, []).append((dx, dw))
     for dx, dw in results["check"]:
         assert torch.equal(dx, results["off"][0][0]) and torch.equal(dw, results["off"][0][1])
+
+
+def test_dependent_launch_is_for_compiled_kernels_only():
+    """Programmatic dependent launch (the finisher waiting in griddepcontrol.wait) is sm_90+ PTX:
+    never asked for off CUDA (the interpreter runs CPU tensors)."""
+    from normkit._runtime import dependent_launch
+
+    assert dependent_launch(torch.device("cpu")) is False
+
+
+@gpu
+@pytest.mark.parametrize("family", ["rms", "layer_norm"])
+def test_dependent_launch_changes_no_bit(family, monkeypatch):
+    """The finisher as a dependent launch (sm_90+) gives the same dx, dweight and dbias, bit for
+    bit, as the finisher launched after the backward has completed; also inside a CUDA graph."""
+    from normkit._runtime import dependent_launch
+
+    if not dependent_launch(torch.device("cuda")):
+        pytest.skip("programmatic dependent launch needs compute capability 9.0")
+    g = torch.Generator(device="cuda").manual_seed(12)
+    m, n = 3000, 2048
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16, generator=g)
+    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(n, device="cuda", dtype=torch.bfloat16, generator=g)
+    rms = family == "rms"
+
+    def backward():
+        dx, dw, db = torch.empty_like(x), torch.empty_like(w), None if rms else torch.empty_like(w)
+        ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, eps=1e-6, is_rms_norm=rms)
+        return [t for t in (dx, dw, db) if t is not None]
+
+    with_pdl = backward()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        backward()  # warm-up on the capture stream
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            captured = backward()
+    graph.replay()
+    torch.cuda.synchronize()
+    monkeypatch.setattr(ops, "dependent_launch", lambda device: False)
+    without = backward()
+    torch.cuda.synchronize()
+    _same(without, with_pdl)
+    _same(without, captured)
