@@ -7,7 +7,7 @@
 # the timeouts sum to 580 s (under the 10-minute limit, with the machine's start-up outside it);
 # a step that timed out can be rerun alone, e.g.: tools/device_reliability.sh racecheck
 #   steps: tests sweep memcheck memcheck_split racecheck initcheck huge   (default: all, in that order)
-#   and, not in the default: gpu_tests (the five GPU test files of a validation run, TESTS_LIMIT s),
+#   and, not in the default: gpu_tests (the six GPU test files of a validation run, TESTS_LIMIT s),
 #   memcheck_bwd (FAMILIES=… WIDTHS=lo|all: one family's backward configurations under memcheck)
 # Logs land in $OUT/*.log; the lines RELIABILITY.md quotes are echoed to stdout.
 set -o pipefail
@@ -59,7 +59,7 @@ for step in $STEPS; do
     gpu_tests)  # the GPU test files of a validation run (device runs Q-S), one pytest
       NORMKIT_HYPOTHESIS_EXAMPLES=${NORMKIT_HYPOTHESIS_EXAMPLES:-0.3} timeout ${TESTS_LIMIT:-330} $PY -m pytest \
         tests/test_properties.py tests/test_split_rows.py tests/test_reliability.py tests/test_ops.py \
-        tests/test_failure_paths.py -q -p no:cacheprovider -rfE -W ignore::DeprecationWarning > "$OUT/tests.log" 2>&1
+        tests/test_failure_paths.py tests/test_launch.py -q -p no:cacheprovider -rfE -W ignore::DeprecationWarning > "$OUT/tests.log" 2>&1
       echo "tests rc=$? $(tail -1 "$OUT/tests.log")"
       grep -E "^(FAILED|ERROR)|Falsifying|configurations|heuristics, |missed" "$OUT/tests.log" | head -20
       ;;
