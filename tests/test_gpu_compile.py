@@ -28,3 +28,19 @@ def test_every_kernel_family_compiles_for_sm90():
     assert out.stdout.count(" pdl") == 2, out.stdout
     assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
     assert out.stdout.count(" prefetch ") == 12, out.stdout
+
+
+def test_heuristic_tiles_as_launched_do_not_spill():
+    """tools/ptx_stats.py compiles the heuristic's tiles as a launch specialises them (vectorised
+    loads): LayerNorm's and RMSNorm's backward at N = 2048 / 4096 and their forwards keep every
+    value in registers (ptxas, sm_90). A kernel change that makes them spill fails here."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    for kind in ("bwd", "fwd"):
+        out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", kind,
+                              "--families", "layer_norm,rms", "--widths", "2048,4096"], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        lines = [line for line in out.stdout.splitlines() if line.startswith(kind)]
+        assert len(lines) == 4, out.stdout
+        assert all(" 0 B spilled" in line for line in lines), out.stdout

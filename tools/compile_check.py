@@ -44,21 +44,50 @@ def _signature(kernel, dtype, pointer_names, constexprs):
 F64_ARITHMETIC = re.compile(r"^\s*(add|sub|mul|fma|div|sqrt|rsqrt|rcp|max|min|neg|abs)(\.[a-z]+)*\.f64", re.M)
 
 
-def compile_one(kernel, dtype, pointers, constexprs, num_warps):
-    """Compile for sm_90; return (registers, spill bytes) from ptxas -v."""
-    src = ASTSource(kernel, _signature(kernel, dtype, pointers, constexprs), constexprs)
-    compiled = triton.compile(src, target=TARGET, options={"num_warps": num_warps})
-    if dtype != "fp64" and F64_ARITHMETIC.search(compiled.asm["ptx"]):
-        raise AssertionError(f"float64 arithmetic in a {dtype} kernel: "
-                             f"{F64_ARITHMETIC.search(compiled.asm['ptx']).group(0).strip()}")
+def launch_specialisation(kernel, signature, constexprs):
+    """(constexprs, attrs) as a launch of contiguous tensors specialises them: unit column strides
+    become the constant 1, and the pointers, N and the row strides are marked 16-divisible — what
+    lets the compiler vectorise the loads. Without it (the plain cases above) loads are scalar, so
+    their register and spill figures are not the launched kernel's."""
+    constexprs = dict(constexprs)
+    for name in kernel.arg_names:
+        if name.startswith("stride_") and name.endswith("_col") and name not in constexprs:
+            constexprs[name] = 1
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+             if name not in constexprs and (signature[name].startswith("*") or name == "N"
+                                            or (name.startswith("stride_") and name.endswith("_row")))}
+    return constexprs, attrs
+
+
+def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=False) -> str:
+    """PTX for sm_90 (optionally with the launch's specialisation, `launch_specialisation`)."""
+    signature = _signature(kernel, dtype, pointers, constexprs)
+    attrs = None
+    if as_launched:
+        constexprs, attrs = launch_specialisation(kernel, signature, constexprs)
+        signature = _signature(kernel, dtype, pointers, constexprs)
+    src = ASTSource(kernel, signature, constexprs, attrs)
+    return triton.compile(src, target=TARGET, options={"num_warps": num_warps}).asm["ptx"]
+
+
+def ptxas_resources(ptx: str):
+    """(registers, spill-store bytes) that ptxas -v reports for sm_90a."""
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
-        f.write(compiled.asm["ptx"])
+        f.write(ptx)
     out = subprocess.run([PTXAS, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.devnull],
                          capture_output=True, text=True).stderr
     os.unlink(f.name)
     regs = re.search(r"Used (\d+) registers", out)
     spill = re.search(r"(\d+) bytes spill stores", out)
     return int(regs.group(1)) if regs else -1, int(spill.group(1)) if spill else 0
+
+
+def compile_one(kernel, dtype, pointers, constexprs, num_warps):
+    """Compile for sm_90; return (registers, spill bytes) from ptxas -v."""
+    ptx = compile_ptx(kernel, dtype, pointers, constexprs, num_warps)
+    if dtype != "fp64" and F64_ARITHMETIC.search(ptx):
+        raise AssertionError(f"float64 arithmetic in a {dtype} kernel: {F64_ARITHMETIC.search(ptx).group(0).strip()}")
+    return ptxas_resources(ptx)
 
 
 FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",

@@ -1,0 +1,78 @@
+"""Registers, spills and barriers of the heuristic's tiles, compiled as the launcher compiles them.
+
+For each family and width: the tile `normkit.config.tile_config` picks on an H200 (132 SMs), the
+kernel specialised like a launch of contiguous tensors (16-divisible pointers, unit column stride:
+`compile_check.launch_specialisation`), compiled for sm_90 on this machine (no GPU needed); prints
+ptxas' registers and spilled bytes and the PTX's bar.sync / shfl.sync counts (per row block: the
+row loop's body appears once in the PTX). Run without TRITON_INTERPRET:
+
+    python tools/ptx_stats.py --kind bwd --families layer_norm,rms --widths 1024,2048,4096,8192
+"""
+
+import argparse
+import os
+import sys
+
+import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compile_check as cc  # noqa: E402
+from normkit import config as cfg  # noqa: E402
+from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel  # noqa: E402
+
+SMS = 132  # an H200
+
+
+def constexprs(kind, family, config, dtype):
+    """The constexpr flags a training call of `family` passes (weight; LayerNorm: bias, mean;
+    fused add: residual / dresidual_out), plus the tile."""
+    rms, residual = family != "layer_norm", family == "fused_add"
+    compute = tl.float64 if dtype == "fp64" else tl.float32
+    c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
+             HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute)
+    if kind == "fwd":
+        c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True)
+        if rms:
+            c.update(B=None, MEAN=None)
+        if not residual:
+            c.update(RESIDUAL=None, RESIDUAL_OUT=None)
+        return c
+    c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
+             if not config.split else 8, PREFETCH=config.prefetch)
+    if rms:
+        c.update(MEAN=None, DB_PARTIAL=None)
+    if not residual:
+        c.update(DRESIDUAL_OUT=None)
+    if not config.split:
+        c.update(XCHG=None)
+    return c
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("ptx_stats: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
+        return 2
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", choices=["fwd", "bwd"], default="bwd")
+    p.add_argument("--families", default="rms,fused_add,layer_norm")
+    p.add_argument("--widths", default="1024,2048,4096,8192")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    args = p.parse_args()
+    kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
+    pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
+    for family in args.families.split(","):
+        for n in map(int, args.widths.split(",")):
+            config = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=SMS,
+                                     residual=family == "fused_add", layer_norm=family == "layer_norm")
+            ptx = cc.compile_ptx(kernel, args.dtype, pointers, constexprs(args.kind, family, config, args.dtype),
+                                 config.num_warps, as_launched=True)
+            regs, spill = cc.ptxas_resources(ptx)
+            print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
+                  f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' split' if config.split else ''}: "
+                  f"{regs} registers, {spill} B spilled, {ptx.count('bar.sync')} bar.sync, "
+                  f"{ptx.count('shfl.sync')} shfl.sync", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
