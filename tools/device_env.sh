@@ -7,3 +7,27 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
 export PYTHONPATH=/tmp/site:$PWD
+
+# ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: an A/B of two builds of normkit (bf16, every family,
+# normkit only, at SHAPES; then LayerNorm fp32 16384×4096), alternated ROUNDS times, into
+# $L/ab_{base,new}_{round}[_fp32].json. Each build runs from its own directory: `python3 -m normkit`
+# imports the working directory's copy before anything on PYTHONPATH (what voided runs Y, ZA and
+# ZC's A/Bs), so PYTHONPATH carries only the wheels; round 1 prints which copy each arm imports.
+ab_bench() {
+  local rounds=$1 shapes=$2 base=$3 new=$4 round build dir
+  for round in $(seq "$rounds"); do
+    for build in base new; do
+      dir=$base; [ $build = new ] && dir=$new
+      (
+        cd "$dir" || exit 1
+        [ "$round" = 1 ] && PYTHONPATH=/tmp/site python3 -c "import normkit; print('$build imports', normkit.__file__)"
+        PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family all --impls normkit --dtypes bf16 \
+            --shapes "$shapes" --json "$L/ab_${build}_$round.json" > "$L/ab_${build}_$round.log" 2>&1
+        echo "== $build round $round bf16 (rc=$?)"
+        PYTHONPATH=/tmp/site timeout 40 python3 -m normkit bench --family layer_norm --impls normkit \
+            --shapes 16384x4096 --dtypes fp32 --json "$L/ab_${build}_${round}_fp32.json" > "$L/ab_${build}_${round}_fp32.log" 2>&1
+        echo "== $build round $round fp32 (rc=$?)"
+      )
+    done
+  done
+}

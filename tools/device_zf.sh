@@ -17,20 +17,7 @@ rm -rf $EXP && mkdir -p $EXP && cp -r normkit tests tools pyproject.toml $EXP/
 (cd $EXP && patch -p1 < $ROOT/docs/experiments/joined-row-sums.patch) || { echo "patch failed"; exit 1; }
 (
   export CUDA_VISIBLE_DEVICES=0
-  for round in 1 2 3; do
-    for build in base new; do
-      DIR=$ROOT; [ $build = new ] && DIR=$EXP
-      cd $DIR
-      [ $round = 1 ] && PYTHONPATH=/tmp/site python3 -c "import normkit; print('$build imports', normkit.__file__)"
-      PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family all --impls normkit --dtypes bf16 \
-          --shapes 16384x1024,16384x2048,4096x2048,16384x4096,16384x8192 --json $L/ab_${build}_$round.json \
-          > $L/ab_${build}_$round.log 2>&1
-      echo "== $build round $round bf16 (rc=$?)"
-      PYTHONPATH=/tmp/site timeout 40 python3 -m normkit bench --family layer_norm --impls normkit --shapes 16384x4096 \
-          --dtypes fp32 --json $L/ab_${build}_${round}_fp32.json > $L/ab_${build}_${round}_fp32.log 2>&1
-      echo "== $build round $round fp32 (rc=$?)"
-    done
-  done
+  ab_bench 3 16384x1024,16384x2048,4096x2048,16384x4096,16384x8192 $ROOT $EXP
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
