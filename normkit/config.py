@@ -23,6 +23,7 @@ class TileConfig:
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
+    joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS)
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -30,6 +31,8 @@ class TileConfig:
                              f"got {self}")
         if self.prefetch and not self.one_tile:
             raise ValueError(f"prefetch holds the next row block in registers: it needs one_tile=True, got {self}")
+        if self.joined_sums and not self.one_tile:
+            raise ValueError(f"joined_sums reduces a whole row held in registers: it needs one_tile=True, got {self}")
 
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):
@@ -83,7 +86,19 @@ _BWD_PREFETCH = {
 # programs with fewer bytes each: 1 row on half the warps, twice the programs per SM, at N = 4096
 # (run M, 16384×4096 bf16: 137.9 µs against 143.2 for the plain RMSNorm choice) and N = 2048
 # (run U, 16384×2048 bf16: 69.6 µs = 91 % of copy against 72.4 = 87 %). 1024 and 8192 not swept.
-_BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
+# N = 1024 (run ZG, tools/tune.py, 16384×1024 bf16): 2 rows on 4 warps, 4 per SM, 37.2 µs against
+# 39.9 for the plain choice (4 × 1024, 2/SM).
+_BWD_PREFETCH_RESIDUAL = {1024: (2, 4, 4), 2048: (1, 4, 4), 4096: (1, 8, 2)}
+# Σ(g·h) and Σg in one reduction tree (JOIN_SUMS) only for one-row tiles: device run ZF (A/B,
+# 3 rounds, bf16 unless said, µs) — 1 × 8192 on 16 warps: fused add 270.0 → 255.8, LayerNorm
+# 210.0 → 205.2, RMSNorm 203.0 → 201.8; fused add 1 × 4096 on 8 warps 132.8 → 129.4, 1 × 2048 on
+# 4 warps 68.5 → 68.0. Tiles of several rows did not gain alike: LayerNorm 2 × 4096 bf16
+# 107.1 → 125.8, RMSNorm 4 × 1024 30.8 → 33.5, 2 × 2048 and RMSNorm 2 × 4096 unchanged — but
+# LayerNorm fp32 2 × 4096 204.4 → 197.4 (run ZG's sweep: 204.1 → 197.2, the best of 72 tiles), so
+# 4-byte elements join at the widths in _JOIN_SUMS_WIDE_ELEMENTS too. (The kernel joins only for
+# LayerNorm: RMSNorm needs no Σg.)
+_JOIN_SUMS_ROWS = 1
+_JOIN_SUMS_WIDE_ELEMENTS = (4096,)
 # QK-norm rows of 128 (run N, tools/tune.py, 524288×128 bf16): 32 rows on 2 warps with 4
 # programs per SM, 130.3 µs against 140.7 for the generic 64 × 128 on 4 warps, 2/SM (run P side
 # by side: 133 against torch.compile's 141). Only without dresidual_out: ptxas shows the tile
@@ -127,13 +142,15 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
-                residual: bool = False, layer_norm: bool = False) -> TileConfig:
+                residual: bool = False, layer_norm: bool = False, element_size: int = 2) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
     layer_norm: the forward computes LayerNorm's statistics (two reductions), likewise.
+    element_size: bytes per element of x; the backward's 4-byte rows join their row sums on more
+    tiles (_JOIN_SUMS_WIDE_ELEMENTS).
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -144,7 +161,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         if whole in _BWD_PREFETCH:
             block_m, warps, per_sm = (_BWD_PREFETCH_RESIDUAL if residual and whole in _BWD_PREFETCH_RESIDUAL
                                       else _BWD_PREFETCH)[whole]
-            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True)
+            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True,
+                              joined_sums=block_m == _JOIN_SUMS_ROWS
+                              or (element_size == 4 and whole in _JOIN_SUMS_WIDE_ELEMENTS))
         if whole in _BWD_SHORT_ROWS and not residual:
             block_m, warps, per_sm = _BWD_SHORT_ROWS[whole]
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm)

@@ -178,9 +178,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), layer_norm=not is_rms_norm), m)
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
-    if config.prefetch:
-        raise ValueError(f"config.prefetch is a backward option (the forward has no row loop to "
-                         f"prefetch in), got {config}")
+    if config.prefetch or config.joined_sums:
+        raise ValueError(f"config.prefetch and config.joined_sums are backward options (the forward has "
+                         f"no row loop to prefetch in, nor Σ(g·h) and Σg), got {config}")
     weight, bias = _contiguous(weight), _contiguous(bias)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
                  HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
@@ -244,7 +244,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         return
     sms = multiprocessor_count(x.device)
     picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
-                                       residual=dresidual_out is not None)
+                                       residual=dresidual_out is not None, element_size=x.element_size())
     config = cfg.fit_block_m(picked, m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
@@ -269,6 +269,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
+            JOIN_SUMS=config.joined_sums and config.one_tile,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )
         if grads:

@@ -26,13 +26,16 @@ GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS))
 RESIDUAL_SCENARIOS = (False, True)
 # LayerNorm's forward has tiles of its own at some widths: the forward enumeration asks for both.
 LAYER_NORM_SCENARIOS = (False, True)
+# The backward joins its row sums on more tiles for 4-byte elements: it asks for both sizes.
+ELEMENT_SIZE_SCENARIOS = (2, 4)
 
 
 def _picker():
     """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False: pick(
-        n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual, layer_norm=layer_norm)
+    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2: pick(
+        n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual, layer_norm=layer_norm,
+        element_size=element_size)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -48,13 +51,15 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
-    # (residual, layer_norm): the backward's fused-add tiles, the forward's LayerNorm tiles
-    variants = ((False, False),) if interpret else (
-        tuple((r, False) for r in RESIDUAL_SCENARIOS) if backward else tuple((False, ln) for ln in LAYER_NORM_SCENARIOS))
+    # (residual, layer_norm, element size): the backward's fused-add and 4-byte tiles, the forward's
+    # LayerNorm tiles
+    variants = ((False, False, 2),) if interpret else (
+        tuple((r, False, e) for r in RESIDUAL_SCENARIOS for e in ELEMENT_SIZE_SCENARIOS) if backward
+        else tuple((False, ln, 2) for ln in LAYER_NORM_SCENARIOS))
     for heads, sms in scenarios:
-        for residual, layer_norm in variants:
+        for residual, layer_norm, element_size in variants:
             for n in range(1, n_max + 1):
-                config = pick(n, backward, interpret, heads, sms, residual, layer_norm)
+                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size)
                 lo, hi = found.get(config, (n, n))
                 found[config] = (min(lo, n), max(hi, n))
     return found
@@ -64,7 +69,8 @@ def describe(config: cfg.TileConfig) -> str:
     mode = ("split_rows" if getattr(config, "split", False) else "one_tile") if config.one_tile else "column_tiles"
     return (f"BLOCK_M={config.block_m} BLOCK_N={config.block_n} {mode} warps={config.num_warps} "
             f"stages={config.num_stages} programs/SM={config.programs_per_sm}"
-            + (" prefetch" if getattr(config, "prefetch", False) else ""))
+            + (" prefetch" if getattr(config, "prefetch", False) else "")
+            + (" joined" if getattr(config, "joined_sums", False) else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +91,7 @@ class ConfigProblem:
         kind = "bwd" if self.backward else "fwd"
         mode = "split" if self.split else ("one" if self.config.one_tile else "col")
         mode += "pf" if getattr(self.config, "prefetch", False) else ""
+        mode += "j" if getattr(self.config, "joined_sums", False) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 
@@ -136,7 +143,7 @@ def coverage_lines(interpret: bool = False) -> List[str]:
     lines = []
     for backward in (False, True):
         configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
-        gpu = ("GPU, H200 (132 SMs), heads 1 and 8, with and without a residual" if backward
+        gpu = ("GPU, H200 (132 SMs), heads 1 and 8, with and without a residual, 2- and 4-byte elements" if backward
                else "GPU, RMSNorm and LayerNorm")
         where = "interpreter" if interpret else gpu
         lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")

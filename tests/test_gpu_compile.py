@@ -23,24 +23,26 @@ def test_every_kernel_family_compiles_for_sm90():
     # 5 dtype/flag sets × (fwd + bwd saved/recomputed) = 15; the 3 whole-row sets also with the
     # split-row, prefetching and split + prefetching backward (saved/recomputed) = 18; mixed dtypes with
     # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher; the
-    # finisher and a backward with programmatic dependent launch = 2
-    assert out.stdout.count("ok    ") == 44 and "FAIL" not in out.stdout, out.stdout
-    assert out.stdout.count(" pdl") == 2, out.stdout
+    # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
+    # with joined row sums (saved/recomputed) = 6
+    assert out.stdout.count("ok    ") == 50 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" pdl") == 2 and out.stdout.count(" joined-sums ") == 6, out.stdout
     assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
     assert out.stdout.count(" prefetch ") == 12, out.stdout
 
 
 def test_heuristic_tiles_as_launched_do_not_spill():
     """tools/ptx_stats.py compiles the heuristic's tiles as a launch specialises them (vectorised
-    loads): LayerNorm's and RMSNorm's backward at N = 2048 / 4096 and their forwards keep every
+    loads): LayerNorm's and RMSNorm's backward at N = 2048 / 4096 / 8192 (LayerNorm's 1 × 8192 spilled
+    4 B until its row sums were joined) and their forwards keep every
     value in registers (ptxas, sm_90). A kernel change that makes them spill fails here."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for kind in ("bwd", "fwd"):
         out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", kind,
-                              "--families", "layer_norm,rms", "--widths", "2048,4096"], env=env,
+                              "--families", "layer_norm,rms", "--widths", "2048,4096,8192"], env=env,
                              capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr
         lines = [line for line in out.stdout.splitlines() if line.startswith(kind)]
-        assert len(lines) == 4, out.stdout
+        assert len(lines) == 6, out.stdout
         assert all(" 0 B spilled" in line for line in lines), out.stdout

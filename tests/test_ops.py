@@ -147,11 +147,15 @@ FORCED = [
     cfg.TileConfig(block_m=8, block_n=128, one_tile=True),  # whole row, stacked, masked tail rows
     # whole row, the next row block prefetched (backward only; the forward runs it without)
     cfg.TileConfig(block_m=4, block_n=128, one_tile=True, programs_per_sm=2, prefetch=True),
+    # Σ(g·h) and Σg in one reduction tree: one row a tile (the heuristic's), and stacked rows
+    cfg.TileConfig(block_m=1, block_n=128, one_tile=True, programs_per_sm=2, prefetch=True, joined_sums=True),
+    cfg.TileConfig(block_m=4, block_n=128, one_tile=True, joined_sums=True),
 ]
 
 
 def _label(c):
-    return f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}{'-prefetch' if c.prefetch else ''}"
+    return (f"m{c.block_m}n{c.block_n}{'one' if c.one_tile else 'tiled'}{'-prefetch' if c.prefetch else ''}"
+            f"{'-joined' if c.joined_sums else ''}")
 
 
 @pytest.mark.parametrize("config", FORCED, ids=_label)
@@ -161,7 +165,7 @@ def test_forced_configs_write_every_element(config, recompute, device):
     x, w, dy = make_inputs(m, n, torch.float32, device, seed=8)
     out = torch.full((m, n), float("nan"), device=device)
     rstd = torch.full((m,), float("nan"), device=device)
-    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=dataclasses.replace(config, prefetch=False))
+    ops.launch_fwd(x, out, weight=w, rstd=rstd, eps=1e-6, config=dataclasses.replace(config, prefetch=False, joined_sums=False))
     y_ref, rstd_ref = ref_fwd(x, w, 1e-6)
     assert_matches(out, y_ref, torch.float32, "y")
     assert_matches(rstd, rstd_ref, torch.float32, "rstd")
@@ -206,12 +210,16 @@ def test_offsets_beyond_int32(device):
     assert_matches(dweight, dw_ref, torch.float16, "dweight (prefetch)")
 
 
-def test_prefetch_is_a_backward_option_of_whole_rows(device):
+def test_prefetch_and_joined_sums_are_backward_options_of_whole_rows(device):
     with pytest.raises(ValueError, match="prefetch holds the next row block in registers: it needs one_tile=True"):
         cfg.TileConfig(2, 1024, False, prefetch=True)
     x = torch.randn(4, 64, device=device)
-    with pytest.raises(ValueError, match="config.prefetch is a backward option"):
+    with pytest.raises(ValueError, match="config.prefetch and config.joined_sums are backward options"):
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, prefetch=True))
+    with pytest.raises(ValueError, match="joined_sums reduces a whole row held in registers: it needs one_tile=True"):
+        cfg.TileConfig(2, 1024, False, joined_sums=True)
+    with pytest.raises(ValueError, match="config.joined_sums are backward options"):
+        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, joined_sums=True))
 
 
 def test_non_contiguous_weight_and_rstd(device):

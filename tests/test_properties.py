@@ -55,8 +55,9 @@ import normkit  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
-from tests.config_cases import (GPU_SCENARIOS, INTERPRET_N_MAX, LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS,  # noqa: E402
-                                config_problems, describe, heuristic_configs)
+from tests.config_cases import (ELEMENT_SIZE_SCENARIOS, GPU_SCENARIOS, INTERPRET_N_MAX,  # noqa: E402
+                                LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS, config_problems, describe,
+                                heuristic_configs)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -258,7 +259,7 @@ def test_public_api_matches_float64(case):
         # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
                                      multiprocessors=ops.multiprocessor_count(x.device),
-                                     residual=bool(c["prenorm"])), heuristics)
+                                     residual=bool(c["prenorm"]), element_size=x.element_size()), heuristics)
 
 
 # ----------------------------------------------------------------------------- launchers, poisoned
@@ -401,7 +402,7 @@ def test_launchers_write_every_element(case):
         heuristics = "interpreter" if interpret() else "gpu"
         record(False, cfg.tile_config(n, False, interpret(), layer_norm=not c["rms"]), heuristics)
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
-                                     residual=dres is not None),
+                                     residual=dres is not None, element_size=x.element_size()),
                heuristics)
 
 
@@ -440,11 +441,11 @@ def test_gpu_heuristics_enumeration():
     for backward in (False, True):
         configs = heuristic_configs(backward)
         for n in (1, 2, 3, 1000, 4097, 16384, 16385, 32768, 32769, 131073, 262144):
-            for (heads, sms), residual, layer_norm in itertools.product(GPU_SCENARIOS, RESIDUAL_SCENARIOS,
-                                                                        LAYER_NORM_SCENARIOS):
+            for (heads, sms), residual, layer_norm, size in itertools.product(
+                    GPU_SCENARIOS, RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS):
                 picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual,
-                                         layer_norm=layer_norm)
-                assert picked in configs, (n, heads, residual, layer_norm, picked)
+                                         layer_norm=layer_norm, element_size=size)
+                assert picked in configs, (n, heads, residual, layer_norm, size, picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:

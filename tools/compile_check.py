@@ -125,6 +125,11 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
                             SPLIT=1, PREFETCH=True), 8)
+                # one-row tiles summing Σ(g·h) and Σg in one tree (config._JOIN_SUMS_ROWS)
+                yield (f"bwd {dtype} joined-sums rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
+                            RECOMPUTE_STATS=recompute, SPLIT=1, PREFETCH=True, JOIN_SUMS=True), 16)
                 yield (f"bwd {dtype} split prefetch rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,

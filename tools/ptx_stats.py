@@ -38,7 +38,8 @@ def constexprs(kind, family, config, dtype):
             c.update(RESIDUAL=None, RESIDUAL_OUT=None)
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
-             if not config.split else 8, PREFETCH=config.prefetch)
+             if not config.split else 8, PREFETCH=config.prefetch,
+             JOIN_SUMS=config.joined_sums)
     if rms:
         c.update(MEAN=None, DB_PARTIAL=None)
     if not residual:
@@ -63,12 +64,13 @@ def main() -> int:
     for family in args.families.split(","):
         for n in map(int, args.widths.split(",")):
             config = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=SMS,
-                                     residual=family == "fused_add", layer_norm=family == "layer_norm")
+                                     residual=family == "fused_add", layer_norm=family == "layer_norm",
+                                     element_size=4 if args.dtype == "fp32" else 2)
             ptx = cc.compile_ptx(kernel, args.dtype, pointers, constexprs(args.kind, family, config, args.dtype),
                                  config.num_warps, as_launched=True)
             regs, spill = cc.ptxas_resources(ptx)
             print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
-                  f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' split' if config.split else ''}: "
+                  f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}: "
                   f"{regs} registers, {spill} B spilled, {ptx.count('bar.sync')} bar.sync, "
                   f"{ptx.count('shfl.sync')} shfl.sync", flush=True)
     return 0

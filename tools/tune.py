@@ -72,6 +72,8 @@ def main():
                    help="backward: also (or only) try split-row configs")
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
                    help="backward, whole-row tiles: also (or only) try prefetching the next row block")
+    p.add_argument("--joined", choices=["no", "also", "only"], default="no",
+                   help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree")
     args = p.parse_args()
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
@@ -112,7 +114,8 @@ def main():
                                                is_rms_norm=rms, config=config) for i in range(sets)]
 
         default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
-                                  residual=args.family == "fused_add", layer_norm=args.family == "layer_norm")
+                                  residual=args.family == "fused_add", layer_norm=args.family == "layer_norm",
+                                  element_size=dtype.itemsize)
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
         ref = outs[0].clone()
@@ -125,6 +128,10 @@ def main():
         if args.kind == "bwd" and args.prefetch != "no":
             fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs if c.one_tile and not c.prefetch]
             configs = fetched if args.prefetch == "only" else configs + fetched
+        if args.kind == "bwd" and args.joined != "no":
+            joined = [(dataclasses.replace(c, joined_sums=True), pp) for c, pp in configs
+                      if c.one_tile and not c.split and not c.joined_sums]
+            configs = joined if args.joined == "only" else configs + joined
         configs.insert(0, (default, default.programs_per_sm))
         with torch.cuda.stream(side):
             for c, pp in configs:
