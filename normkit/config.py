@@ -60,13 +60,19 @@ _FWD_COLUMN_TILE = 16384
 # configs on 4096×16384 … 2048×131072): parts of 2 rows × 8192 columns on 16 warps won every wide
 # shape (8192×32768: 620 µs = 62 % against 881 for 1 row — each exchange costs a round trip
 # through L2 while the SM idles, so two rows per exchange halve that cost; 4 × 4096: 720).
-# N = 16384 stays a whole row (149 µs against 157 for the best split).
+# N = 16384 stayed a whole row then (149 µs against 157 for the best split); since split parts
+# prefetch (change 5) and pipeline their exchange (change 6), parts of 2 rows × 4096 on 8 warps
+# (run ZI, tools/tune.py --split only, 4096×16384 bf16): fused add 172.2 µs against 202.7 for the
+# whole row (which spills 308 B), RMSNorm 141.7 against 141-143 — _NARROW_SPLIT below. Its A/B
+# (run ZJ, 2 rounds, 4096×16384 bf16): LayerNorm 208.4 → 160.4 µs, fused add 195.8 → 175.1,
+# RMSNorm 141.9 → 140.3. The whole row remains where the parts of all heads cannot be resident.
 _SPLIT_PART = 8192
 # Run J (design change 5): with PREFETCH, parts of 1 row on 8 warps won (8192×32768: 606 µs against
 # 682 for 2 rows × 16 warps without; 2048×131072: 691 against 756).
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
+_NARROW_SPLIT = (2, 4096, 8)  # 8192 < N ≤ 16384: rows, part width, warps (prefetching parts)
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -173,6 +179,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         if whole <= _MAX_ONE_TILE_BWD // 2:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
         if whole <= _MAX_ONE_TILE_BWD:
+            rows, part, warps = _NARROW_SPLIT
+            if cdiv(n, part) * heads <= multiprocessors:
+                return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=1, split=True, prefetch=True)
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
         if cdiv(n, _SPLIT_PART) * heads <= multiprocessors:
             return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True,

@@ -18,9 +18,10 @@ N_MAX = 262144  # widest row the GPU heuristics are enumerated over (README: "26
 INTERPRET_N_MAX = 70000  # widest row the interpreter tests run (one column tile past 65536)
 H200_SMS = 132
 # The backward's choice for wide rows depends on the device and the heads: rows split across
-# resident programs when cdiv(N, part)·heads ≤ SMs, else column tiles. Enumerated for an H200
-# with plain (N,) weights and with 8 per-head weights (QK-norm): together they reach both.
-GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS))
+# resident programs when cdiv(N, part)·heads ≤ SMs, else column tiles (N > 16384) or a whole row
+# (8192 < N ≤ 16384). Enumerated for an H200 with plain (N,) weights and with 8 and 64 per-head
+# weights: together they reach every choice.
+GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS), (64, H200_SMS))
 # The fused-add backward (a dresidual_out to add) has tiles of its own at some widths: the
 # backward enumeration asks for both.
 RESIDUAL_SCENARIOS = (False, True)
