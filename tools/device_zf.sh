@@ -9,7 +9,8 @@
 # 16384×1024 / ×2048 −1-3 %, LayerNorm fp32 −1-2 µs; ≥ 16384×8192 unchanged.
 # GPU 0: main's build (the working tree) and the patched copy alternated three times, each run
 # from its own directory (`python3 -m normkit` imports the working directory's copy; printed).
-# GPU 1: the patched copy's GPU test files (its own tests/ and tools/ copies).
+# GPU 1: the patched copy's GPU test files (its own tests/ and tools/ copies), then memcheck over
+# both families' backward configurations (the first with the dependent launch).
 source tools/device_env.sh
 L=$OUT/logs; mkdir -p $L
 ROOT=$PWD EXP=/tmp/exp
@@ -22,6 +23,10 @@ rm -rf $EXP && mkdir -p $EXP && cp -r normkit tests tools pyproject.toml $EXP/
 (
   export CUDA_VISIBLE_DEVICES=1
   cd $EXP && OUT=$L TESTS_LIMIT=280 PYTHONPATH=/tmp/site:$EXP bash tools/device_reliability.sh gpu_tests
+  # the dependent launch (sm_90+) under memcheck: every backward configuration of both families
+  FAMILIES=rms,layer_norm WIDTHS=lo MEMCHECK_LIMIT=100 OUT=$L PYTHONPATH=/tmp/site:$EXP \
+    bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
+python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
