@@ -269,7 +269,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
-            JOIN_SUMS=config.joined_sums and config.one_tile,
+            JOIN_SUMS=config.joined_sums,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )
         if grads:
