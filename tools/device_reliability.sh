@@ -68,7 +68,7 @@ for step in $STEPS; do
       echo "sweep (exit $?):"; grep -E "FAIL|sanitize_sweep:" "$OUT/sweep.log" | tail -5
       ;;
     memcheck)       run_sanitizer memcheck ${MEMCHECK_LIMIT:-80} memcheck --split exclude ;;
-    memcheck_split) run_sanitizer memcheck 30 memcheck_split --split only --families rms,layer_norm ;;
+    memcheck_split) run_sanitizer memcheck ${MEMCHECK_SPLIT_LIMIT:-30} memcheck_split --split only --families ${FAMILIES:-rms,layer_norm} ;;
     memcheck_bwd)   # one family's backward configurations after a tile change (FAMILIES, WIDTHS lo/all)
       run_sanitizer memcheck ${MEMCHECK_LIMIT:-60} memcheck_bwd_${FAMILIES:-rms} --kind bwd --families ${FAMILIES:-rms} \
         --split exclude --widths ${WIDTHS:-all} ;;
