@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Device run ZK (planned for session 9, nvidia-h200-x2; not run yet).
-# GPU 0 — A/B against HEAD's build (base_build/: mkdir base_build && git archive HEAD normkit
-#   pyproject.toml | tar x -C base_build, with the candidate change applied to the working tree):
-#   the candidate of the session (e.g. the 2 × 1024 on 4 warps, 4/SM tile for RMSNorm and LayerNorm,
-#   run ZG's sweep: RMSNorm 16384×1024 29.7 against 30.4; or a LayerNorm-only 1 × 4096 joined tile
-#   at N = 4096: 105.5 against 106.2), 3 rounds; then the split rows at 8192 < N ≤ 16384 on more
-#   rows (8192×16384, 16384×12288) against session 8's sweep shape 4096×16384.
+# GPU 0 — (1) A/B of the session's candidate in the working tree against HEAD's build (base_build/:
+#   mkdir base_build && git archive HEAD normkit pyproject.toml | tar x -C base_build), e.g. the
+#   2 × 1024 on 4 warps, 4/SM tile for RMSNorm and LayerNorm (run ZG's sweep: RMSNorm 16384×1024 29.7
+#   against 30.4) or a LayerNorm-only 1 × 4096 joined tile (105.5 against 106.2), 3 rounds;
+#   (2) session 8's build against session 7's (base7_build/: the same from 82f03db) on shapes run ZJ
+#   did not time: the ≤ 16384 split on more rows (8192×16384, 16384×12288), and 8192×32768 (run ZH
+#   side by side: 554 µs against 538 in run ZC, +3 %; ptxas: the split part's registers and spills
+#   unchanged, 255 / 16 B, shuffles 34 → 31 — spread expected).
 # GPU 1 — memcheck over the split configurations, the new 2 × 4096 parts included (run ZJ had no
 #   time left for it), every family (racecheck serialises blocks, which split rows cannot run).
 source tools/device_env.sh
@@ -13,8 +15,10 @@ L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_bench 3 16384x1024,16384x4096,8192x16384,16384x12288 $ROOT/base_build $ROOT
+  ab_bench 3 16384x1024,16384x4096 $ROOT/base_build $ROOT
   python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
+  mkdir -p $L/s7 && L=$L/s7 ab_bench 2 8192x16384,16384x12288,8192x32768 $ROOT/base7_build $ROOT
+  python3 tools/ab_summary.py $L/s7 | tee $L/s7/ab_summary.txt
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
