@@ -9,7 +9,10 @@
 #   side by side: 554 µs against 538 in run ZC, +3 %; ptxas: the split part's registers and spills
 #   unchanged, 255 / 16 B, shuffles 34 → 31 — spread expected).
 # GPU 1 — memcheck over the split configurations, the new 2 × 4096 parts included (run ZJ had no
-#   time left for it), every family (racecheck serialises blocks, which split rows cannot run).
+#   time left for it), every family (racecheck serialises blocks, which split rows cannot run);
+#   then, where Nsight Compute is installed, LayerNorm bf16 16384×4096 on its 2 × 4096 tile with and
+#   without joined sums (run ZF: 107.1 against 125.8 µs; BENCHMARKS "Open gaps": the SASS does not
+#   tell them apart): warp stall reasons and memory throughput of one launch each.
 source tools/device_env.sh
 L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
@@ -24,6 +27,19 @@ ROOT=$PWD
   export CUDA_VISIBLE_DEVICES=1
   OUT=$L SWEEP_LIMIT=120 bash tools/device_reliability.sh sweep
   OUT=$L FAMILIES=rms,fused_add,layer_norm MEMCHECK_SPLIT_LIMIT=150 bash tools/device_reliability.sh memcheck_split
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    for joined in "" --joined; do
+      timeout 120 $NCU --kernel-name norm_bwd_kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+          --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
+          python3 tools/launch_tile.py --family layer_norm --shape 16384x4096 --tile 2,4096,16,1 $joined \
+          > $L/ncu_ln_2x4096${joined:+_joined}.log 2>&1
+      echo "ncu ln 2x4096 ${joined:-plain} rc=$?"; grep -E "launch_tile:|Duration|Memory Throughput|Stall" \
+          $L/ncu_ln_2x4096${joined:+_joined}.log | head -12
+    done
+  else
+    echo "ncu: not installed"
+  fi
 ) &
 wait
 tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
