@@ -8,6 +8,16 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=/tmp/site:$PWD
 
+# The run's logs: $L (made here), packed into $OUT/logs.tgz by pack_logs at the end (what comes
+# back from the device is at most 8 files, so the many logs travel as one archive).
+L=$OUT/logs; mkdir -p "$L"
+pack_logs() { tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$L"; }
+
+# gpu_tests_on GPU LIMIT: the GPU test files (device_reliability.sh gpu_tests) on one GPU, logs in $L.
+gpu_tests_on() {
+  ( export CUDA_VISIBLE_DEVICES=$1; OUT=$L TESTS_LIMIT=$2 bash tools/device_reliability.sh gpu_tests )
+}
+
 # ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: an A/B of two builds of normkit (bf16, every family,
 # normkit only, at SHAPES; then LayerNorm fp32 16384×4096), alternated ROUNDS times, into
 # $L/ab_{base,new}_{round}[_fp32].json. Each build runs from its own directory: `python3 -m normkit`

@@ -4,7 +4,6 @@
 # timed out in run H under three-way compile contention (reliability tests, test_patch, sweep +
 # memcheck), each with a longer limit. Logs are packed into $OUT/logs.tar.gz (8 files come back).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 300 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \

@@ -3,7 +3,6 @@
 # next row block's loads issued before this block's math), fp32 / LayerNorm tiles, split parts.
 # GPU 1: the GPU test files touched by the float64-scalar fix and the kernel edits.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   T="python3 tools/tune.py --kind bwd --split no --ppsm 1,2 --prefetch only"

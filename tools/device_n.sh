@@ -5,7 +5,6 @@
 # tests, every heuristic configuration forced, bitwise determinism; (2) the split sweep on the wide
 # shapes (and N = 16384, where a split may now win); (3) QK-norm rows with few warps.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 timeout 200 python3 -m pytest tests/test_split_rows.py tests/test_properties.py -k "split or every_gpu or enumeration" \
   -q -p no:cacheprovider -rfE -x > $L/tests.log 2>&1
 echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "FAIL|Error" $L/tests.log | head -5
@@ -16,4 +15,4 @@ if [ -z "$SKIP_QK" ]; then  # run O (the tagged exchange) skipped it: run N had 
   timeout 120 python3 tools/tune.py --kind bwd --split no --prefetch no --ppsm 2,4 --shapes 524288x128 > $L/tune_qk.log 2>&1
   grep -h -A3 "heuristic" $L/tune_qk.log
 fi
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

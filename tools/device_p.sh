@@ -5,7 +5,6 @@
 # GPU 1: GPU tests (every heuristic configuration forced, split rows, reliability, ops), then
 # compute-sanitizer memcheck over the split-row configurations and the whole sweep, racecheck.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 260 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
@@ -21,4 +20,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L SWEEP_LIMIT=60 MEMCHECK_LIMIT=90 bash tools/device_reliability.sh sweep memcheck_split memcheck racecheck
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -6,7 +6,6 @@
 # GPU 1: GPU tests (properties incl. the launcher test that crashed in run P, split rows, reliability,
 #        ops, failure paths), then compute-sanitizer over the split-row configurations and the sweep.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 270 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
@@ -20,4 +19,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L SWEEP_LIMIT=50 MEMCHECK_LIMIT=80 bash tools/device_reliability.sh gpu_tests sweep memcheck_split memcheck
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -6,7 +6,6 @@
 #        forward tune of 4096×65536.
 # GPU 1: GPU tests (properties, split rows, reliability, ops, failure paths), then memcheck.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 270 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
@@ -21,4 +20,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L SWEEP_LIMIT=40 MEMCHECK_LIMIT=90 bash tools/device_reliability.sh gpu_tests sweep memcheck
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -7,7 +7,6 @@
 # GPU 1: the GPU test files (nothing else on that GPU; 330 s was short in run S while GPU 0 swept),
 #        then memcheck and racecheck.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 270 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
@@ -25,4 +24,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L TESTS_LIMIT=360 SWEEP_LIMIT=30 MEMCHECK_LIMIT=80 bash tools/device_reliability.sh gpu_tests sweep memcheck racecheck
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -9,7 +9,6 @@
 # GPU 1: the GPU test files (the new configuration compiled and checked for real), then memcheck
 #        over LayerNorm's backward configurations.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 90 python3 -m normkit bench --family layer_norm --impls normkit,native,compile,liger --markdown \
@@ -29,4 +28,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L FAMILIES=layer_norm WIDTHS=lo bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -6,7 +6,6 @@
 # GPU 1: the new configuration compiled and checked (every GPU heuristic configuration, the
 #        launcher properties), then memcheck over the fused-add backward configurations.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 90 python3 -m normkit bench --family fused_add --impls normkit,native,compile,liger --markdown \
@@ -23,4 +22,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L FAMILIES=fused_add WIDTHS=all bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -4,7 +4,6 @@
 #        16384×4096 fp32).  GPU 1: LayerNorm's backward, bf16, 16384×4096 and 16384×8192 (86-91 %
 #        of copy in runs T/U: below issue 4's 90 % on ≥ 64 MB shapes), with and without prefetch.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   for spec in "bf16 16384x8192,32768x8192" "fp32 16384x4096"; do
@@ -20,4 +19,4 @@ L=$OUT/logs; mkdir -p $L
   echo "tune ln bwd rc=$?"; grep -A4 heuristic $L/tune_ln_bwd.log
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

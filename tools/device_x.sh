@@ -2,15 +2,11 @@
 # Device run X (session 6, nvidia-h200-x2): the final build side by side (every family, BENCHMARKS.md's
 # "Current numbers") on GPU 0 while GPU 1 runs the GPU test files.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   timeout 200 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
       --json $OUT/bench.json --plot $OUT/bench.png > $OUT/bench.log 2>&1; echo "bench rc=$?"
 ) &
-(
-  export CUDA_VISIBLE_DEVICES=1
-  OUT=$L TESTS_LIMIT=330 bash tools/device_reliability.sh gpu_tests
-) &
+gpu_tests_on 1 330 &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -9,7 +9,6 @@
 # base_build), timed alternately with the working tree's on GPU 0. GPU 1: every GPU heuristic
 # configuration and the launcher properties compiled and checked with the change.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 SHAPES=16384x1024,16384x2048,16384x4096,16384x8192,524288x128
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -29,4 +28,4 @@ SHAPES=16384x1024,16384x2048,16384x4096,16384x8192,524288x128
   echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|heuristics, |missed" $L/tests.log | head
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -8,7 +8,6 @@
 # GPU 0: LayerNorm sweeps (bf16 16384×4096, 16384×8192; fp32 16384×4096). GPU 1: RMSNorm bf16
 # 16384×1024 / ×2048 / ×4096 and the fused add at 16384×2048 / ×4096, each with --prefetch2.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 sweep() {  # family dtype shape: tiles of ≤ 8192 elements (1-2 rows at 4096), 1-2 programs/SM, ~40 s
   timeout 100 python3 tools/tune.py --kind bwd --family $1 --dtype $2 --split no --prefetch only --prefetch2 \
       --max-tile 8192 --ppsm 1,2 --shapes $3 > $L/tune_$1_$2_$3.log 2>&1
@@ -26,4 +25,4 @@ sweep() {  # family dtype shape: tiles of ≤ 8192 elements (1-2 rows at 4096), 
   for shape in 16384x2048 16384x4096; do sweep fused_add bf16 $shape; done
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

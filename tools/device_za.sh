@@ -15,7 +15,6 @@
 #    thread at 4096 (LayerNorm 40 → 48: 6 → 5 programs an SM), so it may also lose.
 # GPU 1: tools/compile_check.py and the GPU test files on the new build.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 SHAPES=16384x1024,16384x2048,16384x4096,16384x8192,4096x2048,8192x32768
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -38,4 +37,4 @@ SHAPES=16384x1024,16384x2048,16384x4096,16384x8192,4096x2048,8192x32768
   OUT=$L TESTS_LIMIT=300 bash tools/device_reliability.sh gpu_tests
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -11,7 +11,6 @@
 # Prediction: LayerNorm 16384×4096 ≤ 68 µs (≥ 93 %), RMSNorm and the fused add 1-3 % faster.
 # GPU 0: LayerNorm 16384×4096, ×8192, ×2048, fused add ×4096. GPU 1: RMSNorm ×4096, ×2048, ×8192, fused add ×2048.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 sweep() {  # family shape: tiles of 4096-8192 elements, prefetching ones with 1-6 programs an SM
   timeout 140 python3 tools/tune.py --kind fwd --family $1 --dtype bf16 --prefetch also --max-tile 8192 \
       --ppsm 1,2,3,4,6 --shapes $2 --json $L/tune_fwd_$1_$2.json > $L/tune_fwd_$1_$2.log 2>&1
@@ -28,4 +27,4 @@ sweep() {  # family shape: tiles of 4096-8192 elements, prefetching ones with 1-
   sweep fused_add 16384x2048
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

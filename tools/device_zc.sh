@@ -11,7 +11,6 @@
 # GPU 1: compile_check, the GPU test files, and memcheck of LayerNorm's backward configurations
 # (the finisher now finishes dweight and dbias in one launch).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   for round in 1 2; do
@@ -33,4 +32,4 @@ L=$OUT/logs; mkdir -p $L
   OUT=$L FAMILIES=layer_norm WIDTHS=lo MEMCHECK_LIMIT=90 bash tools/device_reliability.sh memcheck_bwd
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

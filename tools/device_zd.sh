@@ -8,15 +8,11 @@
 # launch less); forward 16384×2048 LayerNorm −5 %, fused add −2 %, RMSNorm −1 %.
 # GPU 1: the GPU test files on the new build (run ZC's copy timed out at 79 %, 0 failures so far).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
   ab_bench 3 16384x2048,4096x2048,16384x4096,16384x8192 $ROOT/base_build $ROOT
 ) &
-(
-  export CUDA_VISIBLE_DEVICES=1
-  OUT=$L TESTS_LIMIT=330 bash tools/device_reliability.sh gpu_tests
-) &
+gpu_tests_on 1 330 &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

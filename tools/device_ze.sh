@@ -9,7 +9,6 @@
 # GPU 1: a LayerNorm backward sweep at N = 2048 and 1024 (84 % / 72 % of copy: the weakest
 # LayerNorm shapes), then the GPU test files on the new build.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -25,4 +24,4 @@ ROOT=$PWD
   OUT=$L TESTS_LIMIT=240 bash tools/device_reliability.sh gpu_tests
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -12,7 +12,6 @@
 # GPU 1: the patched copy's GPU test files (its own tests/ and tools/ copies), then memcheck over
 # both families' backward configurations (the first with the dependent launch).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD EXP=/tmp/exp
 rm -rf $EXP && mkdir -p $EXP && cp -r normkit tests tools pyproject.toml $EXP/
 (cd $EXP && patch -p1 < $ROOT/docs/experiments/joined-row-sums.patch) || { echo "patch failed"; exit 1; }
@@ -29,4 +28,4 @@ rm -rf $EXP && mkdir -p $EXP && cp -r normkit tests tools pyproject.toml $EXP/
 ) &
 wait
 python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

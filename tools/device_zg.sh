@@ -9,7 +9,6 @@
 # sums, 1/2/4 programs per SM. GPU 1: the GPU test files on this build (the dependent-launch test
 # and every heuristic configuration compiled for real, the joined ones included).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 (
   export CUDA_VISIBLE_DEVICES=0
   for case in layer_norm:bf16:16384x4096 layer_norm:bf16:16384x2048 layer_norm:fp32:16384x4096 \
@@ -21,9 +20,6 @@ L=$OUT/logs; mkdir -p $L
     echo "== tune $case rc=$?"; grep -A5 "heuristic" $L/tune_${family}_${dtype}_$shape.log
   done
 ) &
-(
-  export CUDA_VISIBLE_DEVICES=1
-  OUT=$L TESTS_LIMIT=470 bash tools/device_reliability.sh gpu_tests
-) &
+gpu_tests_on 1 470 &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -12,7 +12,6 @@
 #   then memcheck over RMSNorm's and the fused add's backward configurations.
 # GPU 1: the A/B (2 rounds), then the GPU test files (every heuristic configuration compiled).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -27,4 +26,4 @@ ROOT=$PWD
   OUT=$L TESTS_LIMIT=400 bash tools/device_reliability.sh gpu_tests
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

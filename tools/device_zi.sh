@@ -8,7 +8,6 @@
 # GPU 1: split rows at 4096×16384 on the working tree (tools/tune.py --split only): does a split
 # part of 8192 (no spills) now beat the whole row?
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -42,4 +41,4 @@ PY
   done
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

@@ -10,7 +10,6 @@
 # GPU 1: the GPU tests of split rows and of every heuristic configuration (the new split compiled
 # and checked against float64 on the GPU).
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -31,4 +30,4 @@ ROOT=$PWD
   echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|configurations" $L/tests.log | head
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs

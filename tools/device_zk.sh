@@ -14,7 +14,6 @@
 #   without joined sums (run ZF: 107.1 against 125.8 µs; BENCHMARKS "Open gaps": the SASS does not
 #   tell them apart): warp stall reasons and memory throughput of one launch each.
 source tools/device_env.sh
-L=$OUT/logs; mkdir -p $L
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
@@ -42,4 +41,4 @@ ROOT=$PWD
   fi
 ) &
 wait
-tar czf $OUT/logs.tgz -C $OUT logs && rm -rf $L
+pack_logs
