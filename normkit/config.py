@@ -23,7 +23,8 @@ class TileConfig:
     num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
-    joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS)
+    joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
+    # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
 
     def __post_init__(self):
         if self.split and not self.one_tile:

@@ -73,7 +73,8 @@ def main():
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
                    help="backward, whole-row tiles: also (or only) try prefetching the next row block")
     p.add_argument("--joined", choices=["no", "also", "only"], default="no",
-                   help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree")
+                   help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree "
+                        "(LayerNorm only: the kernel ignores it for RMSNorm)")
     args = p.parse_args()
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
