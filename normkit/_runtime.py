@@ -63,3 +63,19 @@ def dependent_launch(device: torch.device) -> bool:
 @functools.lru_cache(maxsize=None)
 def _cuda_capability(index: int) -> tuple:
     return torch.cuda.get_device_capability(index)
+
+
+def multiprocessor_limits(device: torch.device) -> tuple:
+    """(registers, threads, shared-memory bytes) one multiprocessor of a CUDA device holds — what
+    bounds how many programs of a compiled kernel are resident at once (`config.resident_programs`).
+    Cached per device index."""
+    return _cuda_multiprocessor_limits(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_multiprocessor_limits(index: int) -> tuple:
+    props = torch.cuda.get_device_properties(index)
+    # (older torch builds lack some fields: the sm_80/sm_90 values stand in)
+    return (getattr(props, "regs_per_multiprocessor", 65536), props.max_threads_per_multi_processor,
+            getattr(props, "shared_memory_per_multiprocessor", 233472))
+

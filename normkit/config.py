@@ -8,6 +8,7 @@ of their own to the launchers in `normkit.ops` to reach every code path on small
 import dataclasses
 import functools
 from dataclasses import dataclass
+from typing import Optional
 
 
 
@@ -84,7 +85,9 @@ _BWD_WIDE_ROWS = 2
 # against the best config without it in the same sweep): the next row block's loads in flight
 # during this block's math. whole row: (block_m, num_warps, programs_per_sm).
 _BWD_PREFETCH = {
-    1024: (4, 4, 2),  # 16384×1024: 36.3 against 43.5
+    # 16384×1024: (4, 4, 2) 36.3 against 43.5 (run J); 2 rows, 4 an SM: RMSNorm 29.7 against 30.4
+    # (run ZG's sweep), run ZK's A/B (3 rounds) 30.7 → 29.8, LayerNorm 31.9 → 32.0
+    1024: (2, 4, 4),
     2048: (2, 8, 2),  # 16384×2048: 60.1 against 61.6; 4096×2048: 23.1 against 24.7
     4096: (2, 16, 1),  # 16384×4096: 108.0 against 139.7 (LayerNorm 113.6 / 175.8, fp32 202 / 224)
     8192: (1, 16, 1),  # 16384×8192: 206.1 against 256.6
@@ -94,8 +97,16 @@ _BWD_PREFETCH = {
 # (run M, 16384×4096 bf16: 137.9 µs against 143.2 for the plain RMSNorm choice) and N = 2048
 # (run U, 16384×2048 bf16: 69.6 µs = 91 % of copy against 72.4 = 87 %). 1024 and 8192 not swept.
 # N = 1024 (run ZG, tools/tune.py, 16384×1024 bf16): 2 rows on 4 warps, 4 per SM, 37.2 µs against
-# 39.9 for the plain choice (4 × 1024, 2/SM).
-_BWD_PREFETCH_RESIDUAL = {1024: (2, 4, 4), 2048: (1, 4, 4), 4096: (1, 8, 2)}
+# 39.9 for the then plain choice (4 × 1024, 2/SM) — the plain choice since run ZK.
+_BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
+# The same with 4-byte elements at N = 4096: 1 × 4096 on 8 warps needs 168 registers (one program
+# an SM); on 16 warps, 1 an SM: 253.5 µs against 280.2 (run ZL, tools/tune.py, fp32 16384×4096).
+_BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
+# LayerNorm's backward (two row sums, Σ(g·h) and Σg) of 2-byte elements at N = 4096: 1 row on 8
+# warps, 2 per SM, joined sums (run ZG's sweep, 16384×4096 bf16: 105.5 µs against 106.2 for the
+# shared 2 × 4096 tile; run ZK's A/B, 3 rounds: 107.2 → 106.6). Not for 4-byte elements: there
+# the tile needs 172 registers, one program an SM fits, and it ran 211.8 µs against 197 (run ZK).
+_BWD_PREFETCH_LAYER_NORM = {4096: (1, 8, 2)}
 # Σ(g·h) and Σg in one reduction tree (JOIN_SUMS) only for one-row tiles: device run ZF (A/B,
 # 3 rounds, bf16 unless said, µs) — 1 × 8192 on 16 warps: fused add 270.0 → 255.8, LayerNorm
 # 210.0 → 205.2, RMSNorm 203.0 → 201.8; fused add 1 × 4096 on 8 warps 132.8 → 129.4, 1 × 2048 on
@@ -147,6 +158,17 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
     return max(1, min(cap, tile_elements // 512))
 
 
+def _prefetch_tile(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
+    """(block_m, num_warps, programs_per_sm) of the prefetching whole-row backward tile for rows
+    of `whole` (a width in _BWD_PREFETCH): from the most specific table that has the width."""
+    for table, applies in ((_BWD_PREFETCH_RESIDUAL_4_BYTE, residual and element_size == 4),
+                           (_BWD_PREFETCH_RESIDUAL, residual),
+                           (_BWD_PREFETCH_LAYER_NORM, layer_norm and element_size == 2)):
+        if applies and whole in table:
+            return table[whole]
+    return _BWD_PREFETCH[whole]
+
+
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
                 residual: bool = False, layer_norm: bool = False, element_size: int = 2) -> TileConfig:
@@ -155,9 +177,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
-    layer_norm: the forward computes LayerNorm's statistics (two reductions), likewise.
+    layer_norm: LayerNorm's statistics (the forward's two reductions, the backward's two row
+    sums), likewise.
     element_size: bytes per element of x; the backward's 4-byte rows join their row sums on more
-    tiles (_JOIN_SUMS_WIDE_ELEMENTS).
+    tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths.
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -166,8 +189,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
                           one_tile=block_n >= n)
     if backward:
         if whole in _BWD_PREFETCH:
-            block_m, warps, per_sm = (_BWD_PREFETCH_RESIDUAL if residual and whole in _BWD_PREFETCH_RESIDUAL
-                                      else _BWD_PREFETCH)[whole]
+            block_m, warps, per_sm = _prefetch_tile(whole, residual, layer_norm, element_size)
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True,
                               joined_sums=block_m == _JOIN_SUMS_ROWS
                               or (element_size == 4 and whole in _JOIN_SUMS_WIDE_ELEMENTS))
@@ -221,17 +243,41 @@ def split_parts(config: TileConfig, n: int) -> int:
     return cdiv(n, config.block_n) if config.split else 1
 
 
-def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, heads: int = 1) -> int:
+def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, heads: int = 1,
+                  resident: Optional[int] = None) -> int:
     """Persistent programs for the backward, at most one per row block. For a split config: groups
-    of split_parts programs, few enough that all groups·parts·heads programs are resident at once."""
+    of split_parts programs, few enough that all groups·parts·heads programs are resident at once.
+
+    resident: how many programs of the compiled kernel fit on a multiprocessor
+    (`resident_programs`); None: as many as the config asks. The rows are dealt to the programs
+    in a fixed cycle, so a program that is not resident starts only when another has finished all
+    its rows: asking for more programs an SM than fit runs the kernel in two waves (device run
+    ZK: LayerNorm fp32 16384×4096 on 1 × 4096 tiles, 2 asked and 1 fitting, 211.8 µs against 197)."""
     row_blocks = cdiv(m, config.block_m)
-    slots = multiprocessors * config.programs_per_sm
+    per_sm = config.programs_per_sm if resident is None else max(1, min(config.programs_per_sm, resident))
+    slots = multiprocessors * per_sm
     if config.split:
         slots //= split_parts(config, n) * heads
         if slots < 1:
             raise ValueError(f"split config needs {split_parts(config, n) * heads} resident programs "
                              f"(parts × heads), the device runs {multiprocessors * config.programs_per_sm}")
     return max(1, min(row_blocks, slots))
+
+
+def resident_programs(registers: int, num_warps: int, shared_bytes: int, sm_registers: int = 65536,
+                      sm_threads: int = 2048, sm_shared_bytes: int = 233472, max_programs: int = 32) -> int:
+    """Programs of a compiled kernel one multiprocessor holds at once (CUDA's occupancy rules for
+    sm_80 / sm_90): registers are allocated per warp in units of 256 (a thread's count rounded up
+    to a multiple of 8), each program takes num_warps·32 thread slots and its shared memory plus
+    1 KiB the driver reserves, and an SM runs at most 32 programs::
+
+        min(⌊R / (⌈32·regs / 256⌉·256·warps)⌋, ⌊T / (32·warps)⌋, ⌊S / (shared + 1024)⌋, 32)
+    """
+    per_warp = cdiv(registers * 32, 256) * 256
+    by_registers = sm_registers // (per_warp * num_warps) if per_warp else max_programs
+    by_threads = sm_threads // (32 * num_warps)
+    by_shared = sm_shared_bytes // (shared_bytes + 1024)
+    return max(0, min(by_registers, by_threads, by_shared, max_programs))
 
 
 # The dweight finisher on a GPU sums G partial rows (the persistent programs: 33-528 on an H200;

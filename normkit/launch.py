@@ -46,6 +46,11 @@ only from its own key and the kernel Triton returned for those arguments, and is
 the key computed after the normal launch equals the one computed before (knobs changing in
 between cannot file a kernel under the wrong key). Concurrent misses store equal entries.
 
+`launch_fitted(fn, grid_for, *args, **kwargs)` is the same launch with the grid chosen from the
+compiled kernel (grid_for(kernel)): the backward's persistent grid asks how many of the kernel's
+programs fit on a multiprocessor (its registers and shared memory) before it is launched. On a
+miss the kernel is compiled first (`JITFunction.warmup`), then launched the normal way.
+
 `NORMKIT_FAST_LAUNCH=0` disables the cache (every launch takes the normal path);
 `NORMKIT_FAST_LAUNCH=check` keeps it but re-runs Triton's own binder and cache lookup on every fast
 launch and raises if Triton would have picked another kernel or other arguments (for tests).
@@ -57,7 +62,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
-__all__ = ["launch", "set_mode", "get_mode", "clear_cache", "cache_size", "spec_key"]
+__all__ = ["launch", "launch_fitted", "set_mode", "get_mode", "clear_cache", "cache_size", "spec_key"]
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
@@ -230,14 +235,29 @@ def _verify(fn, device, args, kwargs, entry):
 
 def launch(fn, grid, *args, **kwargs) -> None:
     """``fn[grid](*args, **kwargs)``, through the launcher cache when it applies (module docstring)."""
+    _launch(fn, grid, None, args, kwargs)
+
+
+def launch_fitted(fn, grid_for, *args, **kwargs) -> tuple:
+    """``fn[grid](*args, **kwargs)`` with grid = grid_for(kernel), where kernel is the
+    `CompiledKernel` these arguments select (its `n_regs`, `metadata.shared` and
+    `metadata.num_warps` say how many of its programs fit on a multiprocessor), or None under the
+    interpreter. Compiles before choosing the grid when the kernel is new (`JITFunction.warmup`).
+    Returns the grid launched. For persistent grids, whose programs must all be resident."""
+    return _launch(fn, None, grid_for, args, kwargs)
+
+
+def _launch(fn, grid, grid_for, args, kwargs):
     if not _loaded:
         _load_triton()
     if isinstance(fn, _InterpretedFunction):
+        if grid_for is not None:
+            grid = grid_for(None)
         with _interpreter_lock:
             fn[grid](*args, **kwargs)
-        return
+        return grid
     key = None
-    if _enabled and _usable and type(grid) is tuple and isinstance(fn, _JITFunction):
+    if _enabled and _usable and (grid_for is not None or type(grid) is tuple) and isinstance(fn, _JITFunction):
         try:
             device = _get_device()
             # id(fn), not fn: JITFunction.__hash__ takes a lock; the entry holds fn and is
@@ -255,10 +275,17 @@ def launch(fn, grid, *args, **kwargs) -> None:
             else:
                 if _check:
                     _verify(fn, device, args, kwargs, entry)
+                if grid_for is not None:
+                    grid = grid_for(entry[6])
                 n = len(grid)
                 launcher(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, _get_stream(device),
                          function, packed, None, None, None, *args, *tail)
-                return
+                return grid
+    if grid_for is not None:
+        kernel = fn.warmup(*args, grid=(1,), **kwargs)  # compiles (or finds) the kernel, launches nothing
+        if isinstance(kernel, _CompiledKernel):
+            kernel.run  # loads the binary: n_regs is known from here on
+        grid = grid_for(kernel if isinstance(kernel, _CompiledKernel) else None)
     kernel = fn[grid](*args, **kwargs)
     if key is not None and (entry is None or (entry is not _SLOW and entry[0] is not fn)):
         try:
@@ -272,3 +299,4 @@ def launch(fn, grid, *args, **kwargs) -> None:
                     _cache[key] = entry
         except Exception:
             pass
+    return grid

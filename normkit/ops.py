@@ -16,8 +16,9 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import dependent_launch, interpret, kernels, multiprocessor_count, uses_triton
-from .launch import launch
+from ._runtime import (dependent_launch, interpret, kernels, multiprocessor_count, multiprocessor_limits,
+                       uses_triton)
+from .launch import launch, launch_fitted
 from .validation import stats_dtype
 
 Tensor = torch.Tensor
@@ -88,6 +89,15 @@ def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch
     ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
     return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
                        device=device)
+
+
+def _resident(kernel, device: torch.device) -> Optional[int]:
+    """How many programs of a compiled kernel one multiprocessor of `device` holds (None: no
+    compiled kernel — the interpreter runs one program at a time — so no limit)."""
+    if kernel is None:
+        return None
+    return cfg.resident_programs(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared,
+                                 *multiprocessor_limits(device))
 
 
 class CompileFallbackWarning(RuntimeWarning):
@@ -244,7 +254,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         return
     sms = multiprocessor_count(x.device)
     picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
-                                       residual=dresidual_out is not None, element_size=x.element_size())
+                                       residual=dresidual_out is not None, layer_norm=not is_rms_norm,
+                                       element_size=x.element_size())
     config = cfg.fit_block_m(picked, m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
@@ -255,15 +266,22 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
 
     def run(config: cfg.TileConfig) -> None:
         # Every buffer is allocated before the first launch: an out-of-memory error leaves the
-        # caller's dx, dweight and dbias untouched.
-        programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
+        # caller's dx, dweight and dbias untouched. They are sized for the grid the config asks
+        # for; the grid launched may be smaller (fewer of the compiled kernel's programs fit).
+        asked = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
         parts = cfg.split_parts(config, n)
         grads = [g for g in (dweight, dbias) if g is not None]  # finished together, in one launch
-        partials = torch.empty((len(grads), programs, heads * n), dtype=acc, device=x.device) if grads else None
+        partials = torch.empty((len(grads), asked, heads * n), dtype=acc, device=x.device) if grads else None
         dw_partial = None if dweight is None else partials[0]
         db_partial = None if dbias is None else partials[-1]
-        xchg = _split_buffer(config, parts, programs * heads, x.device) if parts > 1 else None
-        launch(kernels().norm_bwd_kernel, (programs * parts, heads),
+        xchg = _split_buffer(config, parts, asked * heads, x.device) if parts > 1 else None
+
+        def grid(kernel) -> Tuple[int, int]:
+            programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads,
+                                         resident=_resident(kernel, x.device))
+            return programs * parts, heads
+
+        programs = launch_fitted(kernels().norm_bwd_kernel, grid,
             x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
             x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
@@ -271,11 +289,11 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
             JOIN_SUMS=config.joined_sums,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
-        )
+        )[0] // parts
         if grads:
             finish = cfg.finish_config(interpret(), programs)
             launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n), len(grads)),
-                partials, grads[0], grads[-1], programs, heads * n,
+                partials, grads[0], grads[-1], programs, heads * n, partials.stride(0),
                 BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,
                 **({"launch_pdl": True} if pdl else {}),
             )

@@ -10,6 +10,7 @@ reading its constants), so a change to the heuristics changes the list, and the 
 
 import dataclasses
 import functools
+import itertools
 from typing import Dict, List, Tuple
 
 from normkit import config as cfg
@@ -25,7 +26,7 @@ GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS), (64, H200_SMS))
 # The fused-add backward (a dresidual_out to add) has tiles of its own at some widths: the
 # backward enumeration asks for both.
 RESIDUAL_SCENARIOS = (False, True)
-# LayerNorm's forward has tiles of its own at some widths: the forward enumeration asks for both.
+# LayerNorm has tiles of its own at some widths, forward and backward: both enumerations ask for both.
 LAYER_NORM_SCENARIOS = (False, True)
 # The backward joins its row sums on more tiles for 4-byte elements: it asks for both sizes.
 ELEMENT_SIZE_SCENARIOS = (2, 4)
@@ -52,10 +53,10 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
-    # (residual, layer_norm, element size): the backward's fused-add and 4-byte tiles, the forward's
-    # LayerNorm tiles
+    # (residual, layer_norm, element size): the backward's fused-add, LayerNorm and 4-byte tiles,
+    # the forward's LayerNorm tiles
     variants = ((False, False, 2),) if interpret else (
-        tuple((r, False, e) for r in RESIDUAL_SCENARIOS for e in ELEMENT_SIZE_SCENARIOS) if backward
+        tuple(itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS)) if backward
         else tuple((False, ln, 2) for ln in LAYER_NORM_SCENARIOS))
     for heads, sms in scenarios:
         for residual, layer_norm, element_size in variants:

@@ -152,13 +152,16 @@ def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
     fallback computes the same outputs and gradients; the failing configuration is not tried
     again and the warning is not repeated."""
     monkeypatch.setattr(ops, "_failed_configs", set())
-    real_launch, attempts = ops.launch, []
+    # the forward launches with ops.launch, the backward's persistent grid with ops.launch_fitted
+    real, attempts = {"launch": ops.launch, "launch_fitted": ops.launch_fitted}, []
 
-    def launch(fn, grid, *args, **kwargs):
-        if kwargs.get("ONE_TILE"):
-            attempts.append(kwargs["BLOCK_N"])
-            raise _compile_error(kind)
-        return real_launch(fn, grid, *args, **kwargs)
+    def failing(name):
+        def launch(fn, grid, *args, **kwargs):
+            if kwargs.get("ONE_TILE"):
+                attempts.append(kwargs["BLOCK_N"])
+                raise _compile_error(kind)
+            return real[name](fn, grid, *args, **kwargs)
+        return launch
 
     leaves, dy = _leaves(norm)
     for leaf in leaves:
@@ -166,7 +169,8 @@ def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
     expected_leaves = [leaf.detach().clone().requires_grad_() for leaf in leaves]
     y_expected = _fwd_bwd(norm, expected_leaves, dy)  # the heuristic's own configuration
 
-    monkeypatch.setattr(ops, "launch", launch)
+    for name in real:
+        monkeypatch.setattr(ops, name, failing(name))
     with pytest.warns(normkit.CompileFallbackWarning, match=f"failed to compile.*{kind}") as record:
         y = _fwd_bwd(norm, leaves, dy)
     fallbacks = [w for w in record if issubclass(w.category, normkit.CompileFallbackWarning)]

@@ -167,6 +167,26 @@ def test_cycle_miss_then_direct_launch(fake_gpu):
     assert len(normal) == 5 and len(launcher.calls) == 1 and L.cache_size() == 5
 
 
+def test_cycle_grid_fitted_to_the_compiled_kernel(fake_gpu):
+    """launch_fitted: on a miss the kernel is compiled first (warmup, no launch), the grid chosen
+    from it, then launched the normal way; on a hit the grid comes from the cached entry's kernel."""
+    from triton.compiler.compiler import CompiledKernel
+
+    fn, launcher, normal = fake_gpu
+    seen = []
+
+    def grid_for(kernel):
+        seen.append(kernel)
+        return (5, 2)
+
+    x = torch.zeros(32)
+    assert L.launch_fitted(fn, grid_for, x, x, 32, 1.0, BLOCK=16) == (5, 2)
+    assert [grid for grid, _, _ in normal] == [(1,), (5, 2)]  # warmup's placeholder, then the launch
+    assert L.launch_fitted(fn, grid_for, x, x, 48, 1.0, BLOCK=16) == (5, 2)  # same specialization: direct
+    assert len(normal) == 2 and launcher.calls[0][:3] == (5, 2, 1) and launcher.calls[0][11] == 48
+    assert len(seen) == 2 and seen[0] is seen[1] and isinstance(seen[0], CompiledKernel)
+
+
 def test_cycle_constexpr_order_and_defaults(fake_gpu):
     fn, launcher, normal = fake_gpu
     x = torch.zeros(32)

@@ -188,6 +188,85 @@ def test_more_programs_than_rows_still_write_partials(device, monkeypatch):
     assert_matches(dweight, ref_bwd(x, w, dy, 1e-6)[1], torch.float32, "dweight")
 
 
+def test_resident_programs_follow_cuda_occupancy_rules():
+    """Registers per warp in units of 256 (per thread rounded up to a multiple of 8), thread slots,
+    shared memory plus the driver's 1 KiB a program, and 32 programs an SM at most — the cases
+    ptxas produced for the backward tiles (tools/ptx_stats.py, sm_90)."""
+    fit = cfg.resident_programs
+    assert fit(128, 4, 0) == 4 and fit(133, 4, 0) == 3  # LayerNorm 1 × 2048 on 4 warps: 133 registers
+    assert fit(128, 8, 0) == 2 and fit(172, 8, 0) == 1  # LayerNorm fp32 1 × 4096 on 8 warps: 172
+    assert fit(121, 4, 0) == 4 and fit(120, 4, 0) == 4  # 121 rounds up to 128: still 4
+    assert fit(128, 16, 0) == 1 and fit(16, 1, 0) == 32  # one 16-warp program; the 32-program cap
+    assert fit(32, 4, 100 * 1024) == 2  # shared memory: 2 × (100 KiB + 1 KiB) ≤ 228 KiB < 3 ×
+    assert fit(32, 4, 0, sm_threads=1024) == 8  # thread slots
+    # the grid: at most the programs that fit, never fewer than one a multiprocessor
+    config = cfg.TileConfig(1, 1024, True, 4, programs_per_sm=4)
+    assert cfg.backward_grid(config, 10 ** 6, 132) == 528
+    assert cfg.backward_grid(config, 10 ** 6, 132, resident=3) == 396
+    assert cfg.backward_grid(config, 10 ** 6, 132, resident=8) == 528  # no more than asked
+    assert cfg.backward_grid(config, 10 ** 6, 132, resident=0) == 132
+    assert cfg.backward_grid(config, 100, 132, resident=3) == 100  # at most one program a row block
+
+
+def test_grid_shrinks_to_the_programs_that_fit(device, monkeypatch):
+    """When fewer programs of the compiled kernel fit on an SM than the tile asks for, the grid
+    shrinks to them: the partial rows were allocated for the grid asked for, and the finisher
+    sums only the rows written, for both gradients (dweight and dbias: the second one starts a
+    buffer's length in)."""
+    from normkit import reference
+
+    monkeypatch.setattr(ops, "multiprocessor_count", lambda device: 4)
+    monkeypatch.setattr(ops, "_resident", lambda kernel, device: 1)
+    launched = []
+    real = ops.launch_fitted
+    monkeypatch.setattr(ops, "launch_fitted", lambda fn, grid, *a, **k: launched.append(real(fn, grid, *a, **k))
+                        or launched[-1])
+    x, w, dy = make_inputs(20, 48, torch.float32, device, seed=3)
+    b = torch.zeros(48, device=device)
+    config = cfg.TileConfig(block_m=1, block_n=64, one_tile=True, programs_per_sm=3)  # asks for 12 programs
+    dx = torch.empty(20, 48, device=device)
+    dweight, dbias = torch.full((48,), 7.0, device=device), torch.full((48,), 7.0, device=device)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, dbias=dbias, eps=1e-5, is_rms_norm=False, config=config)
+    assert launched == [(4, 1)]  # 4 SMs × 1 program that fits
+    dx_ref, dw_ref, db_ref = reference.norm_bwd(x.double().cpu(), w.double().cpu(), dy.double().cpu(), eps=1e-5,
+                                                is_rms_norm=False, bias_dtype=torch.float64)
+    assert_matches(dx, dx_ref, torch.float32, "dx")
+    assert_matches(dweight, dw_ref, torch.float32, "dweight")
+    assert_matches(dbias, db_ref, torch.float32, "dbias")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="compiled kernels report their registers on a GPU")
+def test_grid_fits_the_compiled_kernel_on_the_gpu(monkeypatch):
+    """On the GPU the backward's grid is min(programs asked, programs that fit) an SM, from the
+    compiled kernel's registers (the fused add's fp32 1 × 2048 tile asks for 4 an SM; ptxas gave
+    it 158 registers on sm_90, 3 fitting) — and the result is right either way."""
+    from normkit._runtime import multiprocessor_limits
+
+    seen = []
+    real = ops.launch_fitted
+
+    def spy(fn, grid, *args, **kwargs):
+        def grid_for(kernel):
+            seen.append((kernel, grid(kernel)))
+            return seen[-1][1]
+        return real(fn, grid_for, *args, **kwargs)
+
+    monkeypatch.setattr(ops, "launch_fitted", spy)
+    x, w, dy = make_inputs(4096, 2048, torch.float32, "cuda", seed=5)
+    dres = torch.randn_like(x)
+    dx, dweight = torch.empty_like(x), torch.empty_like(w)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, dresidual_out=dres, eps=1e-6)
+    (kernel, grid), = seen
+    sms = ops.multiprocessor_count(x.device)
+    fit = cfg.resident_programs(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared,
+                                *multiprocessor_limits(x.device))
+    asked = cfg.tile_config(2048, True, False, multiprocessors=sms, residual=True, element_size=4).programs_per_sm
+    assert 1 <= fit and grid == (sms * min(asked, fit), 1)
+    dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
+    assert_matches(dx, dx_ref + dres.double().cpu(), torch.float32, "dx")
+    assert_matches(dweight, dw_ref, torch.float32, "dweight")
+
+
 def test_offsets_beyond_int32(device):
     """Row offsets past 2**31 elements need 64-bit index math (the interpreter emulates int32
     overflow, so a 32-bit offset crashes or reads the wrong rows). The large buffer is

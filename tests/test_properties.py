@@ -259,7 +259,8 @@ def test_public_api_matches_float64(case):
         # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
                                      multiprocessors=ops.multiprocessor_count(x.device),
-                                     residual=bool(c["prenorm"]), element_size=x.element_size()), heuristics)
+                                     residual=bool(c["prenorm"]), layer_norm=not c["rms"],
+                                     element_size=x.element_size()), heuristics)
 
 
 # ----------------------------------------------------------------------------- launchers, poisoned
@@ -402,7 +403,8 @@ def test_launchers_write_every_element(case):
         heuristics = "interpreter" if interpret() else "gpu"
         record(False, cfg.tile_config(n, False, interpret(), layer_norm=not c["rms"]), heuristics)
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
-                                     residual=dres is not None, element_size=x.element_size()),
+                                     residual=dres is not None, layer_norm=not c["rms"],
+                                     element_size=x.element_size()),
                heuristics)
 
 

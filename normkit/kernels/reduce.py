@@ -1,5 +1,8 @@
 """Finisher: grad_k[n] = Σ_{p < G} PARTIAL[k, p, n], summed in a fixed order, for k < K ≤ 2.
 
+(PARTIAL may have more than G rows: sized for the grid the tile asked for, when fewer of the
+backward's programs fit on the device; rows ≥ G are not read.)
+
 One launch finishes every parameter gradient of a backward: k = 0 → OUT (dweight, or dbias when
 there is no weight), k = 1 → OUT2 (dbias), the gradient chosen by the grid's second axis. Each
 program owns BLOCK_N columns of one gradient and walks its G partial rows BLOCK_G at a time, so
@@ -19,8 +22,9 @@ from triton.language.extra.cuda import gdc_wait
 
 @triton.jit
 def sum_partials_kernel(
-    PARTIAL, OUT, OUT2,  # partial (K, G, N) row-major in ACC dtype; out, out2 (N,) (out2 used when K = 2)
+    PARTIAL, OUT, OUT2,  # partial (K, ≥ G, N) in ACC dtype, rows contiguous; out, out2 (N,) (out2 used when K = 2)
     G, N,
+    stride_k,  # elements from PARTIAL[k] to PARTIAL[k + 1] (the buffer may hold more than G rows)
     BLOCK_G: tl.constexpr,
     BLOCK_N: tl.constexpr,
     USE_PDL: tl.constexpr = False,
@@ -30,7 +34,7 @@ def sum_partials_kernel(
     which = tl.program_id(1)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    base = PARTIAL + which.to(tl.int64) * G * N
+    base = PARTIAL + which.to(tl.int64) * stride_k
     acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=PARTIAL.dtype.element_ty)
     for start in tl.range(0, G, BLOCK_G):
         rows = start + tl.arange(0, BLOCK_G)
