@@ -19,7 +19,8 @@ gpu_tests_on() {
 }
 
 # ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: an A/B of two builds of normkit (bf16, every family,
-# normkit only, at SHAPES; then LayerNorm fp32 16384×4096), alternated ROUNDS times, into
+# normkit only, at SHAPES; then fp32: AB_FP32_FAMILY at AB_FP32_SHAPES, by default LayerNorm
+# 16384×4096), alternated ROUNDS times, into
 # $L/ab_{base,new}_{round}[_fp32].json. Each build runs from its own directory: `python3 -m normkit`
 # imports the working directory's copy before anything on PYTHONPATH (what voided runs Y, ZA and
 # ZC's A/Bs), so PYTHONPATH carries only the wheels; round 1 prints which copy each arm imports.
@@ -34,8 +35,9 @@ ab_bench() {
         PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family all --impls normkit --dtypes bf16 \
             --shapes "$shapes" --json "$L/ab_${build}_$round.json" > "$L/ab_${build}_$round.log" 2>&1
         echo "== $build round $round bf16 (rc=$?)"
-        PYTHONPATH=/tmp/site timeout 40 python3 -m normkit bench --family layer_norm --impls normkit \
-            --shapes 16384x4096 --dtypes fp32 --json "$L/ab_${build}_${round}_fp32.json" > "$L/ab_${build}_${round}_fp32.log" 2>&1
+        PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family "${AB_FP32_FAMILY:-layer_norm}" --impls normkit \
+            --shapes "${AB_FP32_SHAPES:-16384x4096}" --dtypes fp32 --json "$L/ab_${build}_${round}_fp32.json" \
+            > "$L/ab_${build}_${round}_fp32.log" 2>&1
         echo "== $build round $round fp32 (rc=$?)"
       )
     done

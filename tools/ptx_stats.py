@@ -49,6 +49,14 @@ def constexprs(kind, family, config, dtype):
     return c
 
 
+def parse_tile(text):
+    """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums)."""
+    rows, rest = text.split("x")
+    width, rest = rest.split("w")
+    warps = rest.rstrip("pj")
+    return cfg.TileConfig(int(rows), int(width), True, int(warps), prefetch="p" in rest, joined_sums="j" in rest)
+
+
 def main() -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("ptx_stats: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
@@ -58,21 +66,23 @@ def main() -> int:
     p.add_argument("--families", default="rms,fused_add,layer_norm")
     p.add_argument("--widths", default="1024,2048,4096,8192")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    p.add_argument("--tile", help="backward: this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j] "
+                                  "(p: prefetch, j: joined sums), e.g. 1x2048w4pj; --widths then gives N")
     args = p.parse_args()
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
     for family in args.families.split(","):
         for n in map(int, args.widths.split(",")):
-            config = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=SMS,
-                                     residual=family == "fused_add", layer_norm=family == "layer_norm",
-                                     element_size=4 if args.dtype == "fp32" else 2)
+            config = parse_tile(args.tile) if args.tile else cfg.tile_config(
+                n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
+                layer_norm=family == "layer_norm", element_size=4 if args.dtype == "fp32" else 2)
             ptx = cc.compile_ptx(kernel, args.dtype, pointers, constexprs(args.kind, family, config, args.dtype),
                                  config.num_warps, as_launched=True)
             regs, spill = cc.ptxas_resources(ptx)
             print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
                   f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}: "
-                  f"{regs} registers, {spill} B spilled, {ptx.count('bar.sync')} bar.sync, "
-                  f"{ptx.count('shfl.sync')} shfl.sync", flush=True)
+                  f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
+                  f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync", flush=True)
     return 0
 
 

@@ -58,7 +58,7 @@ def main() -> int:
 
             def finisher(block_g, block_n, warps):
                 def call():
-                    sum_partials_kernel[(cfg.cdiv(n, block_n), 1)](partial, out, out, g, n, BLOCK_G=block_g,
+                    sum_partials_kernel[(cfg.cdiv(n, block_n), 1)](partial, out, out, g, n, g * n, BLOCK_G=block_g,
                                                                  BLOCK_N=block_n, num_warps=warps)
                 call()
                 torch.testing.assert_close(out.float(), ref, rtol=1e-2, atol=1e-2)

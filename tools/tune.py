@@ -5,9 +5,14 @@ check it against the heuristic's result, and print the heuristic's time, the bes
 both as % of the copy bandwidth measured in the same run. Results feed normkit/config.py.
 
     python tools/tune.py --kind bwd --json $OUT/tune_bwd.json
+
+--grids times the heuristic's backward tile with other persistent grid sizes (programs), e.g.
+`--grids balanced,divisor`: the row blocks are dealt to programs cyclically, so with
+B row blocks over G programs, B mod G programs run one block more while the others wait.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -57,6 +62,30 @@ def split_candidates(n):
     return out
 
 
+def grid_size(spec, slots, row_blocks):
+    """Programs for a --grids entry: "heuristic" (min(row blocks, slots)), "balanced" (the fewest
+    programs with the same number of rounds, ⌈B / ⌈B / G⌉⌉), "divisor" (the largest G ≤ slots that
+    divides the row blocks: every program the same count), or a number."""
+    if spec == "heuristic":
+        return slots
+    if spec == "balanced":
+        return cfg.cdiv(row_blocks, cfg.cdiv(row_blocks, slots))
+    if spec == "divisor":
+        return max(g for g in range(1, slots + 1) if row_blocks % g == 0)
+    return int(spec)
+
+
+@contextlib.contextmanager
+def forced_grid(programs):
+    """Every backward launch inside uses `programs` persistent programs (a sweep-only override)."""
+    original = cfg.backward_grid
+    cfg.backward_grid = lambda *args, **kwargs: programs
+    try:
+        yield
+    finally:
+        cfg.backward_grid = original
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
@@ -75,6 +104,8 @@ def main():
     p.add_argument("--joined", choices=["no", "also", "only"], default="no",
                    help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree "
                         "(LayerNorm only: the kernel ignores it for RMSNorm)")
+    p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
+                                   "(comma-separated: heuristic, balanced, divisor or a number)")
     args = p.parse_args()
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
@@ -134,6 +165,24 @@ def main():
                       if c.one_tile and not c.split and not c.joined_sums]
             configs = joined if args.joined == "only" else configs + joined
         configs.insert(0, (default, default.programs_per_sm))
+        if args.grids:
+            slots = cfg.backward_grid(default, m, sms, n=n)
+            row_blocks = cfg.cdiv(m, default.block_m)
+            for spec in args.grids.split(","):
+                programs = grid_size(spec, slots, row_blocks)
+                with torch.cuda.stream(side), forced_grid(programs):
+                    fns = calls(default)
+                    fns[0]()
+                    torch.cuda.synchronize()
+                    ok = torch.allclose(outs[0].float(), ref.float(), rtol=2e-2, atol=2e-2)
+                    t = graph_time(fns)
+                most = cfg.cdiv(row_blocks, programs)
+                print(f"{shape} {args.dtype} {args.family} bwd {default} grid {spec}={programs} "
+                      f"({row_blocks} row blocks: {row_blocks - (most - 1) * programs} programs run {most}): "
+                      f"{t * 1e6:.1f} us ({100 * nbytes / t / bw:.0f}%) ok={ok}", flush=True)
+                results.append(dict(shape=shape, dtype=args.dtype, family=args.family, grid=spec, programs=programs,
+                                    us=t * 1e6, ok=ok))
+            continue
         with torch.cuda.stream(side):
             for c, pp in configs:
                 c = dataclasses.replace(c, programs_per_sm=pp)
