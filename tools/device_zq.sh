@@ -8,7 +8,7 @@
 # GPU 1: tests/test_ops.py (the new test on CUDA) and every GPU heuristic configuration.
 # Outcome: LayerNorm bf16 forward 16384×1024 20.3 → 19.0, ×4096 69.8 → 68.9, ×8192 134.0 → 132.4 µs;
 # fp32 and backward unchanged. GPU 1: one failure among the heuristic-configuration tests (most
-# likely [bwd-m2n1024onepf-w4p4-17x513]: a backward problem, which launches no forward kernel)
+# likely [bwd-m16n512one-w4p2-65x512]: a backward problem, which launches no forward kernel)
 # before the 140 s limit cut pytest's summary. Not landed; the patch is
 # docs/experiments/even-rows-forward.patch (BENCHMARKS.md "Session 9", RELIABILITY.md).
 source tools/device_env.sh
