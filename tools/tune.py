@@ -63,7 +63,8 @@ def split_candidates(n):
 
 
 def grid_size(spec, slots, row_blocks):
-    """Programs for a --grids entry: "heuristic" (min(row blocks, slots)), "balanced" (the fewest
+    """Programs for a --grids entry: "heuristic" (min(row blocks, slots): what the tile asks for —
+    forced, so not fitted to the programs that fit an SM, unlike a normal launch), "balanced" (the fewest
     programs with the same number of rounds, ⌈B / ⌈B / G⌉⌉), "divisor" (the largest G ≤ slots that
     divides the row blocks: every program the same count), or a number."""
     if spec == "heuristic":
