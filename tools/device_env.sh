@@ -18,28 +18,34 @@ gpu_tests_on() {
   ( export CUDA_VISIBLE_DEVICES=$1; OUT=$L TESTS_LIMIT=$2 bash tools/device_reliability.sh gpu_tests )
 }
 
-# ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: an A/B of two builds of normkit (bf16, every family,
-# normkit only, at SHAPES; then fp32: AB_FP32_FAMILY at AB_FP32_SHAPES, by default LayerNorm
-# 16384×4096), alternated ROUNDS times, into
-# $L/ab_{base,new}_{round}[_fp32].json. Each build runs from its own directory: `python3 -m normkit`
-# imports the working directory's copy before anything on PYTHONPATH (what voided runs Y, ZA and
-# ZC's A/Bs), so PYTHONPATH carries only the wheels; round 1 prints which copy each arm imports.
-ab_bench() {
-  local rounds=$1 shapes=$2 base=$3 new=$4 round build dir
+# ab_rounds ROUNDS BASE_DIR NEW_DIR SPEC...: an A/B of two builds of normkit (normkit only),
+# alternated ROUNDS times; each SPEC "TAG|FAMILY|DTYPES|SHAPES" is one bench call per build and
+# round, into $L/ab_{base,new}_{round}TAG.json (tools/ab_summary.py reads them). Each build runs
+# from its own directory: `python3 -m normkit` imports the working directory's copy before anything
+# on PYTHONPATH (what voided runs Y, ZA and ZC's A/Bs), so PYTHONPATH carries only the wheels;
+# round 1 prints which copy each arm imports.
+ab_rounds() {
+  local rounds=$1 base=$2 new=$3 round build dir spec tag family dtypes shapes
+  shift 3
   for round in $(seq "$rounds"); do
     for build in base new; do
       dir=$base; [ $build = new ] && dir=$new
       (
         cd "$dir" || exit 1
         [ "$round" = 1 ] && PYTHONPATH=/tmp/site python3 -c "import normkit; print('$build imports', normkit.__file__)"
-        PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family all --impls normkit --dtypes bf16 \
-            --shapes "$shapes" --json "$L/ab_${build}_$round.json" > "$L/ab_${build}_$round.log" 2>&1
-        echo "== $build round $round bf16 (rc=$?)"
-        PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family "${AB_FP32_FAMILY:-layer_norm}" --impls normkit \
-            --shapes "${AB_FP32_SHAPES:-16384x4096}" --dtypes fp32 --json "$L/ab_${build}_${round}_fp32.json" \
-            > "$L/ab_${build}_${round}_fp32.log" 2>&1
-        echo "== $build round $round fp32 (rc=$?)"
+        for spec in "$@"; do
+          IFS='|' read -r tag family dtypes shapes <<< "$spec"
+          PYTHONPATH=/tmp/site timeout 60 python3 -m normkit bench --family "$family" --impls normkit --dtypes "$dtypes" \
+              --shapes "$shapes" --json "$L/ab_${build}_${round}${tag}.json" > "$L/ab_${build}_${round}${tag}.log" 2>&1
+          echo "== $build round $round $dtypes${tag:+ ($tag)} (rc=$?)"
+        done
       )
     done
   done
+}
+
+# ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: ab_rounds with bf16, every family, at SHAPES, then fp32:
+# AB_FP32_FAMILY at AB_FP32_SHAPES, by default LayerNorm 16384×4096.
+ab_bench() {
+  ab_rounds "$1" "$3" "$4" "|all|bf16|$2" "_fp32|${AB_FP32_FAMILY:-layer_norm}|fp32|${AB_FP32_SHAPES:-16384x4096}"
 }

@@ -12,13 +12,6 @@
 # 1024: (2, 4, 32) (BENCHMARKS.md "Session 9").
 source tools/device_env.sh
 ROOT=$PWD
-for round in 1 2 3; do
-  for build in base new; do
-    dir=$ROOT/base_build; [ $build = new ] && dir=$ROOT
-    (cd $dir && PYTHONPATH=/tmp/site timeout 50 python3 -m normkit bench --family layer_norm --impls normkit \
-        --dtypes bf16,fp32 --shapes 16384x1024,16384x2048,16384x4096 --json $L/ab_${build}_$round.json \
-        > $L/ab_${build}_$round.log 2>&1; echo "== $build round $round rc=$?")
-  done
-done
+ab_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x2048,16384x4096"
 python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
 pack_logs

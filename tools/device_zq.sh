@@ -15,14 +15,7 @@ source tools/device_env.sh
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
-  for round in 1 2 3; do
-    for build in base new; do
-      dir=$ROOT/base_build; [ $build = new ] && dir=$ROOT
-      (cd $dir && PYTHONPATH=/tmp/site timeout 40 python3 -m normkit bench --family layer_norm --impls normkit \
-          --dtypes bf16,fp32 --shapes 16384x1024,16384x4096,16384x8192 --json $L/ab_${build}_$round.json \
-          > $L/ab_${build}_$round.log 2>&1; echo "== $build round $round rc=$?")
-    done
-  done
+  ab_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x4096,16384x8192"
   python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
 ) &
 (
