@@ -229,8 +229,15 @@ def _verify(fn, device, args, kwargs, entry):
         raise AssertionError(f"normkit.launch: Triton would launch another kernel for {fn} "
                              f"(specialization {specialization})")
     passed = tuple(args) + entry[4]
-    if len(passed) != len(bound) or any(a is not b for a, b in zip(passed, bound.values())):
+    if len(passed) != len(bound) or not all(map(_same_argument, passed, bound.values())):
         raise AssertionError(f"normkit.launch: arguments differ from Triton's bound arguments for {fn}")
+
+
+def _same_argument(passed, bound) -> bool:
+    """check mode: the fast launch passes what Triton bound — the object itself (the positional
+    arguments), or for the constexprs the entry was filed with, one of the same type and value:
+    an int above 256 is a new object each time it is computed (BLOCK_N = 1024 from another width)."""
+    return passed is bound or (type(passed) is type(bound) and not isinstance(passed, _Tensor) and passed == bound)
 
 
 def launch(fn, grid, *args, **kwargs) -> None:

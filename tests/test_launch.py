@@ -225,6 +225,47 @@ def test_cycle_falls_back(fake_gpu, monkeypatch, case):
     assert len(normal) == 2 and not launcher.calls
 
 
+def test_cycle_check_mode_compares_constexprs_by_type_and_value(fake_gpu, monkeypatch):
+    """check mode re-binds every fast launch with Triton's binder. A constexpr the entry was filed
+    with is the same argument as an equal one of the same type computed elsewhere (ints above 256
+    are new objects: device run ZR's false alarm, BLOCK_N = 1024 from two widths); another value
+    or type, or another tensor, is not."""
+    import triton.runtime.jit as jit
+
+    fn, launcher, normal = fake_gpu
+    names = ("X", "Y", "n", "eps", "BLOCK", "FLAG")
+
+    def binder(*args, debug=None, instrumentation_mode=None, **kwargs):
+        bound = dict(zip(names, args), **kwargs)
+        bound.setdefault("FLAG", 7)
+        return {name: bound[name] for name in names}, "spec", "options"
+
+    kernel_cache = {}
+    monkeypatch.setattr(fn, "device_caches", {0: (kernel_cache, {}, None, None, binder)})
+    monkeypatch.setattr(jit, "compute_cache_key", lambda *args: "key")
+    L.set_mode("check")
+    x, y = torch.zeros(32), torch.zeros(32)
+    L.launch(fn, (1,), x, y, 32, 1.0, BLOCK=int("1024"))   # normal launch, filed with this 1024
+    key, entry = next(iter(L._cache.items()))
+    kernel_cache["key"] = entry[6]                            # what Triton's own lookup returns
+    block = int("1024")
+    assert block is not entry[4][0]
+    L.launch(fn, (1,), x, y, 48, 1.0, BLOCK=block)          # direct, checked: passes
+    assert len(normal) == 1 and len(launcher.calls) == 1
+    for tail in ((2048, 7), (1024.0, 7), (1024, True)):     # what the entry would pass differs
+        L._cache[key] = entry[:4] + (tail,) + entry[5:]
+        with pytest.raises(AssertionError, match="arguments differ"):
+            L.launch(fn, (1,), x, y, 48, 1.0, BLOCK=block)
+    L._cache[key] = entry
+    monkeypatch.setattr(fn, "device_caches", {0: (kernel_cache, {}, None, None,
+                                                  lambda *a, **k: ({**binder(*a, **k)[0], "X": x.clone()}, "", ""))})
+    with pytest.raises(AssertionError, match="arguments differ"):  # a tensor must be the same object
+        L.launch(fn, (1,), x, y, 48, 1.0, BLOCK=block)
+    kernel_cache["key"] = object()
+    with pytest.raises(AssertionError, match="another kernel"):
+        L.launch(fn, (1,), x, y, 48, 1.0, BLOCK=block)
+
+
 def test_cycle_stores_nothing_for_a_non_compiled_kernel(fake_gpu, monkeypatch):
     fn, launcher, normal = fake_gpu
     monkeypatch.setattr(fn, "run", lambda *a, grid, warmup, **k: normal.append(1))  # e.g. returns None
@@ -437,6 +478,31 @@ def test_threads_launch_their_own_specializations():
 
     run_in_threads(work, 4)
     assert not errors, errors[0]
+
+
+@gpu
+def test_check_mode_takes_an_equal_tile_computed_elsewhere():
+    """Device run ZR: a backward filed in the cache with one width's tile, then launched with an
+    equal tile built from another width (BLOCK_N 1024, a new int object), failed check mode's
+    argument comparison although Triton binds the same kernel and values."""
+    from normkit import config as cfg
+
+    L.set_mode("check")
+    results = []
+    for n in (1000, 513):  # both round up to 1024; the tile's ints are computed each time
+        tile = cfg.TileConfig(2, 1 << (n - 1).bit_length(), True, 4, programs_per_sm=4, prefetch=True)
+        x = torch.randn(17, n, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        dy, dx, dw = torch.randn_like(x), torch.empty_like(x), torch.empty_like(w)
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+        ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, rstd=rstd, eps=1e-6, config=tile)
+        results.append((x, w, dy, dx, dw))
+    assert L.cache_size() >= 2
+    L.set_mode("off")
+    for x, w, dy, dx, dw in results:
+        want_dx, want_dw, _ = ops.norm_bwd(x, w, dy, rstd=None, eps=1e-6)
+        assert torch.allclose(dx.float(), want_dx.float(), atol=2e-2, rtol=2e-2)
+        assert torch.allclose(dw.float(), want_dw.float(), atol=5e-2, rtol=2e-2)
 
 
 @gpu
