@@ -313,3 +313,31 @@ def test_non_contiguous_weight_and_rstd(device):
     dx_ref, dw_ref = ref_bwd(x, w, dy, 1e-6)
     assert_matches(dx, dx_ref, torch.float32, "dx")
     assert_matches(dweight, dw_ref, torch.float32, "dweight")
+
+
+def test_layer_norm_rows_without_masks(device, monkeypatch):
+    """LayerNorm's forward drops its masks (EVEN_ROWS) exactly when whole rows fill whole tiles
+    (N = BLOCK_N, M a multiple of BLOCK_M); both paths against float64, RMSNorm never unmasked."""
+    from normkit import reference
+
+    seen = []
+    real = ops.launch
+    monkeypatch.setattr(ops, "launch", lambda fn, grid, *a, **k: seen.append(k.get("EVEN_ROWS")) or real(fn, grid, *a, **k))
+    # (3, 256): a partial row block (M not a multiple of BLOCK_M); (5, 1000): N below BLOCK_N
+    for m, n, rms, even in ((64, 256, False, True), (3, 256, False, False), (5, 1000, False, False),
+                            (4, 64, False, True), (64, 256, True, False)):
+        x, w, _ = make_inputs(m, n, torch.float32, device, seed=m + n)
+        b = torch.randn(n, dtype=torch.float32).to(device)
+        out = torch.full_like(x, float("nan"))
+        mean, rstd = torch.empty(m, device=device), torch.empty(m, device=device)
+        seen.clear()
+        ops.launch_fwd(x, out, weight=w, bias=None if rms else b, mean=None if rms else mean, rstd=rstd,
+                       eps=1e-5, is_rms_norm=rms)
+        assert seen == [even], (m, n, rms)
+        y_ref, _, mean_ref, rstd_ref = reference.norm_fwd(x.double().cpu(), w.double().cpu(),
+                                                          None if rms else b.double().cpu(), eps=1e-5,
+                                                          is_rms_norm=rms)
+        assert_matches(out, y_ref, torch.float32, "y")
+        assert_matches(rstd, rstd_ref, torch.float32, "rstd")
+        if not rms:
+            assert_matches(mean, mean_ref, torch.float32, "mean")

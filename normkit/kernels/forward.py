@@ -16,7 +16,9 @@ overflow. Per-head weights (QK-norm): the weight and bias are (HEADS, N) and row
 r % HEADS of them (HEADS = 1 is the ordinary (N,) weight; Triton specialises it away).
 
 Tiling. A program owns BLOCK_M consecutive rows. With ONE_TILE the whole row (N ≤ BLOCK_N) is
-loaded once and kept in registers (two-pass mean/variance in registers). Otherwise the row is
+loaded once and kept in registers (two-pass mean/variance in registers). EVEN_ROWS (ONE_TILE,
+N = BLOCK_N and M a multiple of BLOCK_M) makes the masks constant-true, which Triton folds away:
+no predicated loads and stores, no select in LayerNorm's centring. Otherwise the row is
 walked in BLOCK_N-wide column tiles twice: once for the statistics (per-tile mean and M2 merged
 with Chan's formula, stable for large means), once to write y (re-reading x and residual: the
 second pass mostly hits L2).
@@ -74,11 +76,12 @@ def norm_fwd_kernel(
     STORE_STATS: tl.constexpr,
     COMPUTE_DTYPE: tl.constexpr,
     X_HAT_DTYPE: tl.constexpr,
+    EVEN_ROWS: tl.constexpr = False,  # ONE_TILE, N == BLOCK_N, M % BLOCK_M == 0: no mask needed
 ):
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
+    row_mask = (rows < M) | EVEN_ROWS
     rows64 = rows.to(tl.int64)  # int64 offsets: tensors above 2**31 elements
     x_rows = rows64[:, None] * stride_x_row
     res_rows = rows64[:, None] * stride_res_row
@@ -89,7 +92,7 @@ def norm_fwd_kernel(
 
     # ---- statistics
     if ONE_TILE:
-        mask = row_mask[:, None] & (cols < N)[None, :]
+        mask = row_mask[:, None] & ((cols < N) | EVEN_ROWS)[None, :]
         h = _load_h(X, RESIDUAL, x_rows + cols[None, :] * stride_x_col,
                     res_rows + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
         if STORE_RESIDUAL_OUT:
