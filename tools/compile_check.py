@@ -60,7 +60,9 @@ def launch_specialisation(kernel, signature, constexprs):
 
 
 def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=False) -> str:
-    """PTX for sm_90 (optionally with the launch's specialisation, `launch_specialisation`)."""
+    """PTX for sm_90 (optionally with the launch's specialisation, `launch_specialisation`).
+    Constexprs with a default that `constexprs` leaves out take it (as a launch without them)."""
+    constexprs = {**{p.name: p.default for p in kernel.params if p.is_constexpr and p.has_default}, **constexprs}
     signature = _signature(kernel, dtype, pointers, constexprs)
     attrs = None
     if as_launched:
