@@ -341,3 +341,26 @@ def test_layer_norm_rows_without_masks(device, monkeypatch):
         assert_matches(rstd, rstd_ref, torch.float32, "rstd")
         if not rms:
             assert_matches(mean, mean_ref, torch.float32, "mean")
+
+
+def test_forward_adds_the_weight_offset_only_where_it_can_be_nonzero(device, monkeypatch):
+    """LayerNorm's forward leaves the offset's add out when the offset is 0 (HAS_WEIGHT_OFFSET);
+    RMSNorm always keeps it (its register count, ops.launch_fwd). Both against float64, the
+    offset also given to LayerNorm through the low-level launch."""
+    from normkit import reference
+
+    seen = []
+    real = ops.launch
+    monkeypatch.setattr(ops, "launch",
+                        lambda fn, grid, *a, **k: seen.append(k.get("HAS_WEIGHT_OFFSET")) or real(fn, grid, *a, **k))
+    m, n = 6, 300
+    for rms, offset, flag in ((False, 0.0, False), (False, 0.75, True), (True, 0.0, True), (True, 1.0, True)):
+        x, w, _ = make_inputs(m, n, torch.float32, device, seed=7)
+        b = None if rms else torch.randn(n, dtype=torch.float32).to(device)
+        out = torch.full_like(x, float("nan"))
+        seen.clear()
+        ops.launch_fwd(x, out, weight=w, bias=b, eps=1e-5, weight_offset=offset, is_rms_norm=rms)
+        assert seen == [flag], (rms, offset)
+        y_ref = reference.norm_fwd(x.double().cpu(), w.double().cpu(), None if b is None else b.double().cpu(),
+                                   eps=1e-5, is_rms_norm=rms, weight_offset=offset)[0]
+        assert_matches(out, y_ref, torch.float32, "y")

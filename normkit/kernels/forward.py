@@ -46,12 +46,16 @@ def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COM
 
 @triton.jit
 def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-            COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr):
+            HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr):
     """y = x̂ · (w + weight_offset) + b, with x̂ first rounded to X_HAT_DTYPE (a no-op when that is
-    COMPUTE_DTYPE; x's dtype for Llama-style casting: normalise in fp32, cast, then scale)."""
+    COMPUTE_DTYPE; x's dtype for Llama-style casting: normalise in fp32, cast, then scale). The
+    offset's add only with HAS_WEIGHT_OFFSET (an add per element, per row: the weight is not kept)."""
     y = x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE)
     if HAS_WEIGHT:
-        y = y * (tl.load(W + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset)
+        w = tl.load(W + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+        if HAS_WEIGHT_OFFSET:
+            w += weight_offset
+        y = y * w
     if HAS_BIAS:
         y += tl.load(B + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
     return y
@@ -77,6 +81,7 @@ def norm_fwd_kernel(
     COMPUTE_DTYPE: tl.constexpr,
     X_HAT_DTYPE: tl.constexpr,
     EVEN_ROWS: tl.constexpr = False,  # ONE_TILE, N == BLOCK_N, M % BLOCK_M == 0: no mask needed
+    HAS_WEIGHT_OFFSET: tl.constexpr = True,  # False: weight_offset is 0, its add is left out
 ):
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
@@ -126,7 +131,7 @@ def norm_fwd_kernel(
     # ---- output
     if ONE_TILE:
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
-                    HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE, X_HAT_DTYPE)
+                    HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
         tl.store(Y + y_rows + cols[None, :], y, mask=mask)
     else:
         for start in tl.range(0, N, BLOCK_N):
@@ -136,5 +141,5 @@ def norm_fwd_kernel(
             h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
                         res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
             y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask,
-                        weight_offset, HAS_WEIGHT, HAS_BIAS, COMPUTE_DTYPE, X_HAT_DTYPE)
+                        weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
             tl.store(Y + y_rows + c[None, :], y, mask=mask)
