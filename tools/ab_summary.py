@@ -1,7 +1,7 @@
 """Summarise an A/B device run (tools/device_env.sh's ab_bench): per family, dtype and shape, each
 round's forward and backward time of both builds and the median change.
 
-    python3 tools/ab_summary.py LOG_DIR      # reads LOG_DIR/ab_{base,new}_{round}[_fp32].json
+    python3 tools/ab_summary.py LOG_DIR      # reads LOG_DIR/ab_{base,new}_{round}[_TAG].json
 """
 import glob
 import json
@@ -15,7 +15,7 @@ def load(log_dir):
     """{(build, round): {(family, dtype, m, n): (fwd_s, bwd_s, bwd_pct)}} from every ab_*.json."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(log_dir, "ab_*.json"))):
-        match = re.match(r"ab_(base|new)_(\d+)(?:_fp32)?\.json$", os.path.basename(path))
+        match = re.match(r"ab_(base|new)_(\d+)(?:_[a-z0-9]+)?\.json$", os.path.basename(path))
         if not match:
             continue
         with open(path) as f:

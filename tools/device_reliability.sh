@@ -8,7 +8,8 @@
 # a step that timed out can be rerun alone, e.g.: tools/device_reliability.sh racecheck
 #   steps: tests sweep memcheck memcheck_split racecheck initcheck huge   (default: all, in that order)
 #   and, not in the default: gpu_tests (the six GPU test files of a validation run, TESTS_LIMIT s),
-#   memcheck_bwd (FAMILIES=… WIDTHS=lo|all: one family's backward configurations under memcheck)
+#   memcheck_bwd / memcheck_fwd (FAMILIES=… WIDTHS=lo|all: one family's backward / forward
+#   configurations under memcheck)
 # Logs land in $OUT/*.log; the lines RELIABILITY.md quotes are echoed to stdout.
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # keeps the caller's (e.g. tools/device_env.sh's wheels)
@@ -73,6 +74,9 @@ for step in $STEPS; do
     memcheck_bwd)   # one family's backward configurations after a tile change (FAMILIES, WIDTHS lo/all)
       run_sanitizer memcheck ${MEMCHECK_LIMIT:-60} memcheck_bwd_${FAMILIES:-rms} --kind bwd --families ${FAMILIES:-rms} \
         --split exclude --widths ${WIDTHS:-all} ;;
+    memcheck_fwd)   # one family's forward configurations (FAMILIES, WIDTHS lo/all), e.g. after a mask change
+      run_sanitizer memcheck ${MEMCHECK_LIMIT:-60} memcheck_fwd_${FAMILIES:-layer_norm} --kind fwd \
+        --families ${FAMILIES:-layer_norm} --split exclude --widths ${WIDTHS:-all} ;;
     racecheck)      run_sanitizer racecheck 60 racecheck --split exclude --widths lo --families rms,layer_norm ;;
     initcheck)      run_sanitizer initcheck 50 initcheck --split exclude --widths lo ;;
     huge)  # tensors above 2**31 elements

@@ -31,7 +31,9 @@ def constexprs(kind, family, config, dtype):
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
              HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute)
     if kind == "fwd":
-        c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True)
+        # as ops launches them: the offset add for RMSNorm only, LayerNorm unmasked (EVEN_ROWS: full tiles)
+        c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
+                 EVEN_ROWS=not rms)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:
