@@ -133,6 +133,10 @@ _FWD_LAYER_NORM = {
     1024: (2, 4),  # 16384×1024: 19.4 µs against 21.0 for RMSNorm's 4 rows on 8 warps
     8192: (1, 8),  # 16384×8192: 131.7 µs (97 %) against 147.8 on 16 warps
 }
+# LayerNorm's forward of 4-byte elements at N = 4096: 2 rows on 16 warps (run ZU's sweep, statistics
+# stored: 130.2 µs against 133.5 for 1 × 4096 on 8 warps; run ZT's A/B, 3 rounds: 133.7 → 130.7).
+# Not for 2-byte elements: there the same tile ran 73-75 µs against 68.5 (run ZT).
+_FWD_LAYER_NORM_4_BYTE = {4096: (2, 16)}
 # Every family at N = 2048 (run ZB, tools/tune.py --kind fwd, bf16 16384×2048): one row a program
 # on 4 warps against the rule's 2 rows on 8 — LayerNorm 34.5 against 36.7 µs, the fused add 65.3
 # against 66.6 (best 65.2 on 8 warps), RMSNorm 34.4 against 34.9. Side by side with the old tile
@@ -180,7 +184,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     layer_norm: LayerNorm's statistics (the forward's two reductions, the backward's two row
     sums), likewise.
     element_size: bytes per element of x; the backward's 4-byte rows join their row sums on more
-    tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths.
+    tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as does
+    LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -210,6 +215,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
             return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True,
                               prefetch=_SPLIT_PREFETCH)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
+    if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
+        block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
+        return TileConfig(block_m, whole, True, warps)
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
         return TileConfig(block_m, whole, True, warps)

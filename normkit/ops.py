@@ -185,7 +185,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), layer_norm=not is_rms_norm), m)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), layer_norm=not is_rms_norm,
+                                                       element_size=x.element_size()), m)
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
     if config.prefetch or config.joined_sums:

@@ -54,10 +54,10 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
     # (residual, layer_norm, element size): the backward's fused-add, LayerNorm and 4-byte tiles,
-    # the forward's LayerNorm tiles
+    # the forward's LayerNorm tiles (4-byte ones included)
     variants = ((False, False, 2),) if interpret else (
         tuple(itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS)) if backward
-        else tuple((False, ln, 2) for ln in LAYER_NORM_SCENARIOS))
+        else tuple((False, ln, size) for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
     for heads, sms in scenarios:
         for residual, layer_norm, element_size in variants:
             for n in range(1, n_max + 1):
