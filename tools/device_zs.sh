@@ -16,6 +16,11 @@
 #   16384×1024 / ×2048 / ×4096 / ×8192, fp32 LayerNorm 16384×4096.
 # GPU 1: the GPU tests of launch (check mode), ops, split rows and every heuristic configuration;
 #   then LayerNorm's forward tiles at 16384×4096 and ×2048 swept again on the new build.
+# Outcome (A/B, 3 rounds): LayerNorm forward ×4096 69.2 → 68.5, ×2048 −0.4; LayerNorm backward
+# ×8192 −2.6, ×4096 −0.5, ×2048 −0.2; but RMSNorm forward ×8192 +1.7 (ptxas: 32 → 40 registers
+# without the add) and LayerNorm fp32 backward ×4096 +6.0. GPU tests 253 passed. Run ZS's sweep
+# ranked LayerNorm's forward 2 × 4096 on 16 warps first (67.3 against 68.1) — without the
+# statistics stored (tools/tune.py's forward then; run ZT measured that tile +5.2 µs in bf16).
 source tools/device_env.sh
 ROOT=$PWD
 (

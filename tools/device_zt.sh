@@ -17,6 +17,10 @@
 #   / ×2048 / ×4096 / ×8192, fp32 every family at 16384×2048 / ×4096.
 # GPU 1: the GPU tests of launch (check mode), ops, split rows, reliability and every heuristic
 #   configuration on this build.
+# Outcome (A/B, 3 rounds): LayerNorm bf16 forward ×4096 +5.2 µs (the 2 × 4096 tile: 73-75),
+# fp32 ×4096 −2.8 (133.7 → 130.7); the select's removal: LayerNorm ×8192 −2.4, fp32 ×2048 −2.4, but
+# fp32 ×4096 +8.4 (the same 128 registers). Landed: the forward's LayerNorm-only offset flag, the
+# 2 × 4096 tile for 4-byte elements only. Not landed: the backward change. GPU tests 297 passed.
 source tools/device_env.sh
 ROOT=$PWD
 (

@@ -9,6 +9,10 @@
 #   first, 67.3 µs, which ran 73-75 in run ZT's benchmark); (2) memcheck over LayerNorm's forward
 #   configurations (the unmasked loads); (3) the property and failure-path test files (runs ZS-ZT
 #   ran the launcher, ops, split rows, reliability and heuristic-configuration tests on this code).
+# Outcome: BENCHMARKS' current numbers (copy 4235 GB/s): LayerNorm bf16 forward 16384×4096
+# 68.0 µs (93 %), the fastest measured. Sweep with statistics: bf16 heuristic 1 × 4096 on 8 warps
+# best (67.9); fp32 2 × 4096 on 16 warps 130.2 against 133.5. memcheck LayerNorm forward 36 runs,
+# 0 errors. Tests 107 passed, 0 failed (cut at 170 s).
 source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=0
