@@ -49,3 +49,30 @@ ab_rounds() {
 ab_bench() {
   ab_rounds "$1" "$3" "$4" "|all|bf16|$2" "_fp32|${AB_FP32_FAMILY:-layer_norm}|fp32|${AB_FP32_SHAPES:-16384x4096}"
 }
+
+# ab_summarised ROUNDS BASE_DIR NEW_DIR SPEC...: ab_rounds, then tools/ab_summary.py's table (also
+# into $L/ab_summary.txt).
+ab_summarised() {
+  ab_rounds "$@"
+  python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
+}
+
+# checked_tests LIMIT PYTEST_ARGS...: pytest with the launcher in check mode and 0.3× the hypothesis
+# examples, SIGINT at LIMIT s (the summary still prints which tests failed), log $L/tests.log;
+# prints the count, the failures and the configurations run.
+checked_tests() {
+  local limit=$1
+  shift
+  NORMKIT_FAST_LAUNCH=check NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout -s INT -k 20 "$limit" python3 -m pytest -q \
+      -p no:cacheprovider -rfE -W ignore::DeprecationWarning "$@" > "$L/tests.log" 2>&1
+  echo "tests rc=$? $(tail -1 "$L/tests.log")"
+  grep -E "^(FAILED|ERROR)|configurations" "$L/tests.log" | head
+}
+
+# side_by_side LIMIT: every family, normkit against its peers (BENCHMARKS' current numbers), into
+# $OUT/bench.{log,json,png}.
+side_by_side() {
+  timeout "$1" python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
+      --json "$OUT/bench.json" --plot "$OUT/bench.png" > "$OUT/bench.log" 2>&1
+  echo "bench rc=$?"
+}

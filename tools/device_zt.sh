@@ -25,17 +25,13 @@ source tools/device_env.sh
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 $ROOT/base_build $ROOT "|all|bf16|16384x1024,16384x2048" "_wide|all|bf16|16384x4096,16384x8192" \
-      "_fp32|all|fp32|16384x2048,16384x4096"
-  python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
+  ab_summarised 3 $ROOT/base_build $ROOT "|all|bf16|16384x1024,16384x2048" \
+      "_wide|all|bf16|16384x4096,16384x8192" "_fp32|all|fp32|16384x2048,16384x4096"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  NORMKIT_FAST_LAUNCH=check NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout -s INT -k 20 400 python3 -m pytest -q \
-      -p no:cacheprovider -rfE -W ignore::DeprecationWarning tests/test_launch.py tests/test_ops.py \
-      tests/test_split_rows.py tests/test_reliability.py tests/test_properties.py::test_every_gpu_heuristic_config \
-      > $L/tests.log 2>&1
-  echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|configurations" $L/tests.log | head
+  checked_tests 400 tests/test_launch.py tests/test_ops.py tests/test_split_rows.py tests/test_reliability.py \
+      tests/test_properties.py::test_every_gpu_heuristic_config
 ) &
 wait
 pack_logs

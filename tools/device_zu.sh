@@ -16,8 +16,7 @@
 source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=0
-  timeout 330 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown \
-      --json $OUT/bench.json --plot $OUT/bench.png > $OUT/bench.log 2>&1; echo "bench rc=$?"
+  side_by_side 330
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
@@ -27,10 +26,7 @@ source tools/device_env.sh
     echo "tune $dt rc=$?"; grep -A3 "heuristic" $L/tune_fwd_ln_$dt.log | cut -c1-170
   done
   FAMILIES=layer_norm OUT=$L MEMCHECK_LIMIT=60 bash tools/device_reliability.sh memcheck_fwd
-  NORMKIT_FAST_LAUNCH=check NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout -s INT -k 20 170 python3 -m pytest -q \
-      -p no:cacheprovider -rfE -W ignore::DeprecationWarning tests/test_properties.py tests/test_failure_paths.py \
-      > $L/tests.log 2>&1
-  echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|configurations" $L/tests.log | head
+  checked_tests 170 tests/test_properties.py tests/test_failure_paths.py
 ) &
 wait
 pack_logs

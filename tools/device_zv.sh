@@ -20,11 +20,8 @@ source tools/device_env.sh
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  NORMKIT_FAST_LAUNCH=check NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout -s INT -k 20 170 python3 -m pytest -q \
-      -p no:cacheprovider -rfE -W ignore::DeprecationWarning tests/test_properties.py::test_every_gpu_heuristic_config \
-      tests/test_properties.py::test_gpu_heuristics_enumeration tests/test_ops.py -k "heuristic or without_masks or weight_offset" \
-      > $L/tests.log 2>&1
-  echo "tests rc=$? $(tail -1 $L/tests.log)"; grep -E "^(FAILED|ERROR)|configurations" $L/tests.log | head
+  checked_tests 170 tests/test_properties.py::test_every_gpu_heuristic_config \
+      tests/test_properties.py::test_gpu_heuristics_enumeration tests/test_ops.py -k "heuristic or without_masks or weight_offset"
 ) &
 wait
 pack_logs
