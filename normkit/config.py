@@ -26,6 +26,8 @@ class TileConfig:
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
     joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
     # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
+    async_stages: int = 0  # backward, one_tile, not split nor prefetch: ≥ 2 stages the row loop's loads in
+    # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -35,6 +37,11 @@ class TileConfig:
             raise ValueError(f"prefetch holds the next row block in registers: it needs one_tile=True, got {self}")
         if self.joined_sums and not self.one_tile:
             raise ValueError(f"joined_sums reduces a whole row held in registers: it needs one_tile=True, got {self}")
+        if self.async_stages == 1 or self.async_stages < 0:
+            raise ValueError(f"async_stages is 0 (no pipeline) or a depth of 2 or more, got {self.async_stages}")
+        if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
+            raise ValueError("async_stages pipelines the whole-row loop's loads: it needs one_tile=True, "
+                             f"split=False and prefetch=False (another way to load ahead), got {self}")
 
 
 # The constants below come from `tools/tune.py` on an H200 (2026-11-29, bf16, BENCHMARKS.md):
@@ -83,7 +90,9 @@ _BWD_TILE_ELEMENTS = 8192
 _BWD_WIDE_ROWS = 2
 # Backward, whole rows of 1024 … 8192 with PREFETCH (design change 5, device run J, bf16, µs,
 # against the best config without it in the same sweep): the next row block's loads in flight
-# during this block's math. whole row: (block_m, num_warps, programs_per_sm).
+# during this block's math. whole row: (block_m, num_warps, programs_per_sm). Since runs ZX-ZZ
+# 2-byte rows stage their loads in shared memory instead (_BWD_ASYNC_2_BYTE, below): these tiles
+# (and the two tables after) serve 4- and 8-byte elements, and the fused add's 2-byte rows of 8192.
 _BWD_PREFETCH = {
     # 16384×1024: (4, 4, 2) 36.3 against 43.5 (run J); 2 rows, 4 an SM: RMSNorm 29.7 against 30.4
     # (run ZG's sweep), run ZK's A/B (3 rounds) 30.7 → 29.8, LayerNorm 31.9 → 32.0
@@ -102,11 +111,23 @@ _BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
 # The same with 4-byte elements at N = 4096: 1 × 4096 on 8 warps needs 168 registers (one program
 # an SM); on 16 warps, 1 an SM: 253.5 µs against 280.2 (run ZL, tools/tune.py, fp32 16384×4096).
 _BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
-# LayerNorm's backward (two row sums, Σ(g·h) and Σg) of 2-byte elements at N = 4096: 1 row on 8
-# warps, 2 per SM, joined sums (run ZG's sweep, 16384×4096 bf16: 105.5 µs against 106.2 for the
-# shared 2 × 4096 tile; run ZK's A/B, 3 rounds: 107.2 → 106.6). Not for 4-byte elements: there
-# the tile needs 172 registers, one program an SM fits, and it ran 211.8 µs against 197 (run ZK).
-_BWD_PREFETCH_LAYER_NORM = {4096: (1, 8, 2)}
+# Backward, whole rows of 2-byte elements (bf16 / fp16) at 1024 … 8192: no prefetch in registers;
+# the row loop's loads staged 3 deep in shared memory instead (async_stages, Triton's software
+# pipeliner: cp.async), two row blocks in flight a program against prefetch's one, at the same
+# registers. Device runs ZX-ZY (tools/tune.py --async-stages, 16384 rows, µs, this tile against
+# the prefetching heuristic of the same run): RMSNorm ×1024 28.0 / 29.6, ×2048 51.8 / 53.2, ×4096
+# 99.9 / 103.3, ×8192 196.3 / 200.8; LayerNorm 29.0 / 30.8, 52.7 / 55.0, 102.1 / 105.6, 199.2 /
+# 206.0; fused add 36.3 / 37.0, 68.1 / 68.7, 130.0 / 130.7, 256.9 / 257.2; 4096×2048 16.2 / 17.1.
+# Two stages never won; four won some shapes by ≤ 1.6 µs and lost ×8192 by 20. The staged loads
+# hold registers (ptxas, LayerNorm: 178-238 a thread, tools/ptx_stats.py): 2 programs an SM fit at
+# 1024 and 2048 (RMSNorm ×2048 fits 3, and ran 54.5 µs on 3 against 51.8), one of 8 warps at 4096
+# and 8192. Not for 4-byte elements: fp32 ×4096 ran 201-207 against 198-201 prefetching.
+# whole row: (block_m, num_warps, programs_per_sm). Run ZZ's A/B (3 rounds, 16384 rows): RMSNorm
+# −2.1 … −6.2 µs, LayerNorm −2.6 … −7.5, fused add −0.7 / −1.0 at 2048 / 4096 — but +1.3 at 8192
+# (its sweep: −0.3), where the fused add keeps its prefetching tile (_BWD_ASYNC_RESIDUAL_MAX).
+_BWD_ASYNC_2_BYTE = {1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
+_BWD_ASYNC_STAGES = 3
+_BWD_ASYNC_RESIDUAL_MAX = 4096
 # Σ(g·h) and Σg in one reduction tree (JOIN_SUMS) only for one-row tiles: device run ZF (A/B,
 # 3 rounds, bf16 unless said, µs) — 1 × 8192 on 16 warps: fused add 270.0 → 255.8, LayerNorm
 # 210.0 → 205.2, RMSNorm 203.0 → 201.8; fused add 1 × 4096 on 8 warps 132.8 → 129.4, 1 × 2048 on
@@ -162,12 +183,11 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
     return max(1, min(cap, tile_elements // 512))
 
 
-def _prefetch_tile(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
+def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
     """(block_m, num_warps, programs_per_sm) of the prefetching whole-row backward tile for rows
     of `whole` (a width in _BWD_PREFETCH): from the most specific table that has the width."""
     for table, applies in ((_BWD_PREFETCH_RESIDUAL_4_BYTE, residual and element_size == 4),
-                           (_BWD_PREFETCH_RESIDUAL, residual),
-                           (_BWD_PREFETCH_LAYER_NORM, layer_norm and element_size == 2)):
+                           (_BWD_PREFETCH_RESIDUAL, residual)):
         if applies and whole in table:
             return table[whole]
     return _BWD_PREFETCH[whole]
@@ -183,9 +203,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
     layer_norm: LayerNorm's statistics (the forward's two reductions, the backward's two row
     sums), likewise.
-    element_size: bytes per element of x; the backward's 4-byte rows join their row sums on more
-    tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as does
-    LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
+    element_size: bytes per element of x; the backward's 2-byte rows of 1024 … 8192 stage their
+    loads in shared memory (_BWD_ASYNC_2_BYTE), the others prefetch; 4-byte rows join their row
+    sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as
+    does LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -193,8 +214,12 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
     if backward:
+        if element_size == 2 and whole in _BWD_ASYNC_2_BYTE and not (residual and whole > _BWD_ASYNC_RESIDUAL_MAX):
+            block_m, warps, per_sm = _BWD_ASYNC_2_BYTE[whole]
+            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm,
+                              async_stages=_BWD_ASYNC_STAGES)
         if whole in _BWD_PREFETCH:
-            block_m, warps, per_sm = _prefetch_tile(whole, residual, layer_norm, element_size)
+            block_m, warps, per_sm = _prefetch_tile(whole, residual, element_size)
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True,
                               joined_sums=block_m == _JOIN_SUMS_ROWS
                               or (element_size == 4 and whole in _JOIN_SUMS_WIDE_ELEMENTS))

@@ -189,9 +189,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                                                        element_size=x.element_size()), m)
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
-    if config.prefetch or config.joined_sums:
-        raise ValueError(f"config.prefetch and config.joined_sums are backward options (the forward has "
-                         f"no row loop to prefetch in, nor Σ(g·h) and Σg), got {config}")
+    if config.prefetch or config.joined_sums or config.async_stages:
+        raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
+                         f"(the forward has no row loop to load ahead in, nor Σ(g·h) and Σg), got {config}")
     weight, bias = _contiguous(weight), _contiguous(bias)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
                  HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
@@ -296,7 +296,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
-            JOIN_SUMS=config.joined_sums,
+            JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )[0] // parts
         if grads:

@@ -72,7 +72,8 @@ def describe(config: cfg.TileConfig) -> str:
     return (f"BLOCK_M={config.block_m} BLOCK_N={config.block_n} {mode} warps={config.num_warps} "
             f"stages={config.num_stages} programs/SM={config.programs_per_sm}"
             + (" prefetch" if getattr(config, "prefetch", False) else "")
-            + (" joined" if getattr(config, "joined_sums", False) else ""))
+            + (" joined" if getattr(config, "joined_sums", False) else "")
+            + (f" async{config.async_stages}" if getattr(config, "async_stages", 0) else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +95,7 @@ class ConfigProblem:
         mode = "split" if self.split else ("one" if self.config.one_tile else "col")
         mode += "pf" if getattr(self.config, "prefetch", False) else ""
         mode += "j" if getattr(self.config, "joined_sums", False) else ""
+        mode += f"s{self.config.async_stages}" if getattr(self.config, "async_stages", 0) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 

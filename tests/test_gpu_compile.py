@@ -24,8 +24,9 @@ def test_every_kernel_family_compiles_for_sm90():
     # split-row, prefetching and split + prefetching backward (saved/recomputed) = 18; mixed dtypes with
     # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher; the
     # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
-    # with joined row sums (saved/recomputed) = 6
-    assert out.stdout.count("ok    ") == 50 and "FAIL" not in out.stdout, out.stdout
+    # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6
+    assert out.stdout.count("ok    ") == 56 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" async-stages ") == 6, out.stdout
     assert out.stdout.count(" pdl") == 2 and out.stdout.count(" joined-sums ") == 6, out.stdout
     assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
     assert out.stdout.count(" prefetch ") == 12, out.stdout

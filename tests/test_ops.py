@@ -1,6 +1,7 @@
 """rms_norm_fwd / rms_norm_bwd (the quack-aligned ops) against the float64 reference."""
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
@@ -289,16 +290,69 @@ def test_offsets_beyond_int32(device):
     assert_matches(dweight, dw_ref, torch.float16, "dweight (prefetch)")
 
 
-def test_prefetch_and_joined_sums_are_backward_options_of_whole_rows(device):
+def test_prefetch_joined_sums_and_async_stages_are_backward_options_of_whole_rows(device):
     with pytest.raises(ValueError, match="prefetch holds the next row block in registers: it needs one_tile=True"):
         cfg.TileConfig(2, 1024, False, prefetch=True)
     x = torch.randn(4, 64, device=device)
-    with pytest.raises(ValueError, match="config.prefetch and config.joined_sums are backward options"):
+    with pytest.raises(ValueError, match="config.prefetch, config.joined_sums and config.async_stages are backward options"):
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, prefetch=True))
     with pytest.raises(ValueError, match="joined_sums reduces a whole row held in registers: it needs one_tile=True"):
         cfg.TileConfig(2, 1024, False, joined_sums=True)
-    with pytest.raises(ValueError, match="config.joined_sums are backward options"):
+    with pytest.raises(ValueError, match="config.joined_sums and config.async_stages are backward options"):
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, joined_sums=True))
+    with pytest.raises(ValueError, match="async_stages is 0 .* or a depth of 2 or more, got 1"):
+        cfg.TileConfig(2, 1024, True, async_stages=1)
+    for bad in (dict(one_tile=False), dict(prefetch=True), dict(split=True)):
+        with pytest.raises(ValueError, match="async_stages pipelines the whole-row loop's loads: it needs"):
+            cfg.TileConfig(2, 1024, **{"one_tile": True, **bad}, async_stages=3)
+    with pytest.raises(ValueError, match="config.async_stages are backward options"):
+        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, async_stages=2))
+
+
+def test_backward_stages_loads_for_two_byte_rows_of_1024_to_8192():
+    """The GPU heuristic (runs ZX-ZZ): 2-byte rows of 1024 … 8192 stage their loads 3 deep in shared
+    memory, any family but the fused add at 8192; 4- and 8-byte rows, the fused add's 8192 and
+    other widths load ahead in registers (prefetch) or not at all. Never both at once."""
+    for n, residual, layer_norm, size in itertools.product((513, 1024, 2048, 3000, 4096, 8192, 256, 16384),
+                                                        (False, True), (False, True), (2, 4, 8)):
+        config = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
+                                 element_size=size)
+        staged = size == 2 and 1024 <= cfg.next_power_of_2(n) <= (4096 if residual else 8192)
+        assert config.async_stages == (3 if staged else 0), (n, residual, layer_norm, size, config)
+        assert not (config.async_stages and config.prefetch)
+        if size != 2 and 1024 <= cfg.next_power_of_2(n) <= 8192:
+            assert config.prefetch, (n, residual, layer_norm, size, config)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_backward_with_loads_staged_in_shared_memory(device, stages):
+    """async_stages (the row loop's loads pipelined through shared memory on a GPU; the interpreter
+    runs the loop as written): RMSNorm, LayerNorm with bias and the fused add's dresidual_out against
+    float64, with partial row blocks (M not a multiple of the tile's rows) and masked columns."""
+    from normkit import reference
+
+    for m, n, rms, residual in ((37, 256, True, False), (37, 200, False, False), (21, 256, True, True)):
+        g = torch.Generator().manual_seed(m * n + stages)
+        x, dy, dres = (torch.randn(m, n, generator=g) for _ in range(3))
+        w, b = 1 + 0.1 * torch.randn(n, generator=g), torch.randn(n, generator=g)
+        mean, rstd = x.double().mean(1), (x.double().var(1, unbiased=False) + 1e-5).rsqrt()
+        if rms:
+            mean, rstd = None, (x.double().square().mean(1) + 1e-5).rsqrt()
+        mean, rstd = (None if t is None else t.float() for t in (mean, rstd))  # as a forward saves them
+        dx, dweight = torch.empty(m, n, device=device), torch.empty(n, device=device)
+        dbias = None if rms else torch.empty(n, device=device)
+        config = cfg.TileConfig(4, 256, True, 2, programs_per_sm=1, async_stages=stages)
+        ops.launch_bwd(x.to(device), dy.to(device), dx, weight=w.to(device), dweight=dweight, dbias=dbias,
+                       dresidual_out=dres.to(device) if residual else None,
+                       mean=None if rms else mean.to(device), rstd=rstd.to(device), eps=1e-5,
+                       is_rms_norm=rms, config=config)
+        want = reference.norm_bwd(x.double(), w.double(), dy.double(), mean, rstd,
+                                  dres.double() if residual else None, eps=1e-5, is_rms_norm=rms,
+                                  bias_dtype=None if rms else torch.float64)
+        assert_matches(dx, want[0], torch.float32, "dx")
+        assert_matches(dweight, want[1], torch.float32, "dweight")
+        if not rms:
+            assert_matches(dbias, want[2], torch.float32, "dbias")
 
 
 def test_non_contiguous_weight_and_rstd(device):

@@ -127,6 +127,11 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
                             SPLIT=1, PREFETCH=True), 8)
+                # the row loop's loads staged in shared memory (cp.async: config._BWD_ASYNC_2_BYTE)
+                yield (f"bwd {dtype} async-stages rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
+                            SPLIT=1, PREFETCH=False, ASYNC_STAGES=3), 8)
                 # one-row tiles summing Σ(g·h) and Σg in one tree (config._JOIN_SUMS_ROWS)
                 yield (f"bwd {dtype} joined-sums rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,

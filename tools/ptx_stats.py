@@ -41,7 +41,7 @@ def constexprs(kind, family, config, dtype):
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
              if not config.split else 8, PREFETCH=config.prefetch,
-             JOIN_SUMS=config.joined_sums)
+             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None)
     if rms:
         c.update(MEAN=None, DB_PARTIAL=None)
     if not residual:
@@ -52,11 +52,14 @@ def constexprs(kind, family, config, dtype):
 
 
 def parse_tile(text):
-    """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums)."""
+    """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums); a suffix "s3"
+    stages the row loop's loads 3 deep in shared memory (async_stages)."""
+    text, _, stages = text.partition("s")
     rows, rest = text.split("x")
     width, rest = rest.split("w")
     warps = rest.rstrip("pj")
-    return cfg.TileConfig(int(rows), int(width), True, int(warps), prefetch="p" in rest, joined_sums="j" in rest)
+    return cfg.TileConfig(int(rows), int(width), True, int(warps), prefetch="p" in rest, joined_sums="j" in rest,
+                          async_stages=int(stages or 0))
 
 
 def main() -> int:
@@ -69,7 +72,7 @@ def main() -> int:
     p.add_argument("--widths", default="1024,2048,4096,8192")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--tile", help="backward: this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j] "
-                                  "(p: prefetch, j: joined sums), e.g. 1x2048w4pj; --widths then gives N")
+                                  "(p: prefetch, j: joined sums, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     args = p.parse_args()
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
@@ -82,7 +85,8 @@ def main() -> int:
                                  config.num_warps, as_launched=True)
             regs, spill = cc.ptxas_resources(ptx)
             print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
-                  f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}: "
+                  f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}"
+                  f"{f' async {config.async_stages} stages' if config.async_stages else ''}: "
                   f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
                   f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync", flush=True)
     return 0

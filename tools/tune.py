@@ -105,6 +105,10 @@ def main():
     p.add_argument("--joined", choices=["no", "also", "only"], default="no",
                    help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree "
                         "(LayerNorm only: the kernel ignores it for RMSNorm)")
+    p.add_argument("--async-stages", help="backward, whole-row tiles (not split): also try each plain tile with its "
+                                          "row loop's loads staged in shared memory this deep, e.g. 2,3,4 (async_stages)")
+    p.add_argument("--each", action="store_true", help="print every config's time as it is measured (a sweep cut "
+                                                       "short by a time limit still reports)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
                                    "(comma-separated: heuristic, balanced, divisor or a number)")
     args = p.parse_args()
@@ -168,6 +172,10 @@ def main():
             joined = [(dataclasses.replace(c, joined_sums=True), pp) for c, pp in configs
                       if c.one_tile and not c.split and not c.joined_sums]
             configs = joined if args.joined == "only" else configs + joined
+        if args.kind == "bwd" and args.async_stages:
+            configs += [(dataclasses.replace(c, async_stages=int(k)), pp) for c, pp in configs
+                        if c.one_tile and not c.split and not c.prefetch and not c.async_stages
+                        for k in args.async_stages.split(",")]
         configs.insert(0, (default, default.programs_per_sm))
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)
@@ -200,6 +208,8 @@ def main():
                     print(f"  {shape} {c}: {type(e).__name__}: {str(e)[:120]}", flush=True)
                     continue
                 rows.append((t, c, ok))
+                if args.each:
+                    print(f"  each {shape} {t * 1e6:.1f} us {c} ok={ok}", flush=True)
         rows.sort(key=lambda r: r[0])
         t_def = next(r[0] for r in rows if r[1] == default) if any(r[1] == default for r in rows) else float("nan")
         best = rows[0]

@@ -46,11 +46,18 @@ runs programs one after another, so it cannot run this path.
 Prefetch (PREFETCH, with ONE_TILE, split or not). A persistent program's loop otherwise leaves
 nothing in flight while it reduces and computes a row block. With PREFETCH it holds the next row
 block's h and dy (as stored, e.g. bf16) in registers and issues their loads before this block's
-math, so HBM is always being read: a software pipeline of depth two, by hand (the loop's
-num_stages did not overlap them: this ran 10-20 % faster, BENCHMARKS.md design change 5). The
-last iteration's "next" rows are past the end and their loads are masked off. With whole rows
-the weight is loaded once per program (KEEP_W), except for the widest rows without prefetch,
-where keeping it live spilled.
+math, so HBM is always being read: a software pipeline of depth two, by hand (BENCHMARKS.md
+design change 5: 10-20 % faster than the loop as written). The last iteration's "next" rows are
+past the end and their loads are masked off. With whole rows the weight is loaded once per
+program (KEEP_W), except for the widest rows without prefetch, where keeping it live spilled.
+
+Staged loads (ASYNC_STAGES = K ≥ 2, with ONE_TILE, not split, instead of PREFETCH). The row loop
+carries num_stages = K, so Triton's software pipeliner issues the loads of the row blocks K − 1
+iterations ahead as cp.async copies into shared memory (K − 1 row blocks in flight a program,
+without holding them in registers), and each iteration reads its tile from there. Triton
+pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
+alone leaves them as written (ptxas: no cp.async), which is why change 5's comparison never ran
+a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192).
 
 Joined sums (JOIN_SUMS, with ONE_TILE). Σ(g·h) and Σg are two row reductions, each a tree of
 shuffles and, across warps, shared-memory round trips behind barriers. tl.join stacks the two
@@ -174,6 +181,7 @@ def norm_bwd_kernel(
     PREFETCH: tl.constexpr = False,  # ONE_TILE: load the next row block's h and dy before this one's math
     LAUNCH_DEPENDENTS: tl.constexpr = False,  # sm_90+: let the finisher's programs launch early (reduce.py)
     JOIN_SUMS: tl.constexpr = False,  # ONE_TILE: Σ(g·h) and Σg as one reduction of a trailing axis of 2
+    ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -271,7 +279,7 @@ def norm_bwd_kernel(
                 db_acc += tl.sum(tl.where(mask, dy_c, 0.0), axis=0)
             prev_h, prev_dy = h, dy
     else:
-        for row_block in tl.range(pid, num_row_blocks, num_programs):
+        for row_block in tl.range(pid, num_row_blocks, num_programs, num_stages=ASYNC_STAGES):
             local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
             row_mask = local < head_rows
             rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
