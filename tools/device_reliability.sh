@@ -9,7 +9,8 @@
 #   steps: tests sweep memcheck memcheck_split racecheck initcheck huge   (default: all, in that order)
 #   and, not in the default: gpu_tests (the six GPU test files of a validation run, TESTS_LIMIT s),
 #   memcheck_bwd / memcheck_fwd (FAMILIES=… WIDTHS=lo|all: one family's backward / forward
-#   configurations under memcheck)
+#   configurations under memcheck), racecheck_only (ONLY=label part, e.g. ones3: those backward
+#   configurations under racecheck)
 # Logs land in $OUT/*.log; the lines RELIABILITY.md quotes are echoed to stdout.
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # keeps the caller's (e.g. tools/device_env.sh's wheels)
@@ -78,6 +79,9 @@ for step in $STEPS; do
       run_sanitizer memcheck ${MEMCHECK_LIMIT:-60} memcheck_fwd_${FAMILIES:-layer_norm} --kind fwd \
         --families ${FAMILIES:-layer_norm} --split exclude --widths ${WIDTHS:-all} ;;
     racecheck)      run_sanitizer racecheck 60 racecheck --split exclude --widths lo --families rms,layer_norm ;;
+    racecheck_only) # the backward configurations whose label has ONLY (e.g. ones3: loads staged in shared memory)
+      run_sanitizer racecheck ${RACECHECK_LIMIT:-60} racecheck_${ONLY:-ones3} --kind bwd --split exclude --widths lo \
+        --families ${FAMILIES:-rms,layer_norm} --only ${ONLY:-ones3} ;;
     initcheck)      run_sanitizer initcheck 50 initcheck --split exclude --widths lo ;;
     huge)  # tensors above 2**31 elements
       timeout 80 $PY tools/check_huge.py > "$OUT/huge.log" 2>&1

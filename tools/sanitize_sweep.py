@@ -46,6 +46,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--split", choices=["include", "exclude", "only"], default="include")
     parser.add_argument("--kind", choices=["fwd", "bwd", "both"], default="both")
+    parser.add_argument("--only", help="only configurations whose label contains this, e.g. ones3 (whole rows "
+                                       "with loads staged 3 deep)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("sanitize_sweep: needs a CUDA device")
@@ -59,6 +61,8 @@ def main(argv=None) -> int:
                 continue
             seen.add(problem.config)
             if (args.split == "exclude" and problem.split) or (args.split == "only" and not problem.split):
+                continue
+            if args.only and args.only not in problem.label():
                 continue
             problems.append(problem)
     runs = failures = 0
