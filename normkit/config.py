@@ -113,18 +113,20 @@ _BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
 _BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
 # Backward, whole rows of 2-byte elements (bf16 / fp16) at 1024 … 8192: no prefetch in registers;
 # the row loop's loads staged 3 deep in shared memory instead (async_stages, Triton's software
-# pipeliner: cp.async), two row blocks in flight a program against prefetch's one, at the same
-# registers. Device runs ZX-ZY (tools/tune.py --async-stages, 16384 rows, µs, this tile against
-# the prefetching heuristic of the same run): RMSNorm ×1024 28.0 / 29.6, ×2048 51.8 / 53.2, ×4096
-# 99.9 / 103.3, ×8192 196.3 / 200.8; LayerNorm 29.0 / 30.8, 52.7 / 55.0, 102.1 / 105.6, 199.2 /
-# 206.0; fused add 36.3 / 37.0, 68.1 / 68.7, 130.0 / 130.7, 256.9 / 257.2; 4096×2048 16.2 / 17.1.
-# Two stages never won; four won some shapes by ≤ 1.6 µs and lost ×8192 by 20. The staged loads
-# hold registers (ptxas, LayerNorm: 178-238 a thread, tools/ptx_stats.py): 2 programs an SM fit at
-# 1024 and 2048 (RMSNorm ×2048 fits 3, and ran 54.5 µs on 3 against 51.8), one of 8 warps at 4096
-# and 8192. Not for 4-byte elements: fp32 ×4096 ran 201-207 against 198-201 prefetching.
-# whole row: (block_m, num_warps, programs_per_sm). Run ZZ's A/B (3 rounds, 16384 rows): RMSNorm
-# −2.1 … −6.2 µs, LayerNorm −2.6 … −7.5, fused add −0.7 / −1.0 at 2048 / 4096 — but +1.3 at 8192
-# (its sweep: −0.3), where the fused add keeps its prefetching tile (_BWD_ASYNC_RESIDUAL_MAX).
+# pipeliner: cp.async), two row blocks in flight a program against prefetch's one. Device runs
+# ZX-ZY (tools/tune.py --async-stages, 16384 rows, µs, this tile against the prefetching
+# heuristic of the same run): RMSNorm ×1024 28.0 / 29.6, ×2048 51.8 / 53.2, ×4096 99.9 / 103.3,
+# ×8192 196.3 / 200.8; LayerNorm 29.0 / 30.8, 52.7 / 55.0, 102.1 / 105.6, 199.2 / 206.0; fused add
+# 36.3 / 37.0, 68.1 / 68.7, 130.0 / 130.7, 256.9 / 257.2; 4096×2048 16.2 / 17.1. Two stages never
+# won; four won some shapes by ≤ 1.6 µs and lost ×8192 by 20. ptxas gives the staged tiles more
+# registers than prefetch's (LayerNorm 178-238 a thread, tools/ptx_stats.py): 2 programs an SM
+# fit at 1024 and 2048 (RMSNorm ×2048 fits 3, and ran 54.5 µs on 3 against 51.8), one of 8 warps
+# at 4096 and 8192. Not for 4-byte elements: fp32 ×4096 ran 201-207 against 198-201 prefetching.
+# Run ZZ's A/B (3 rounds, 16384 rows): RMSNorm −2.1 … −6.2 µs, LayerNorm −2.6 … −7.5, fused add
+# −0.7 / −1.0 at 2048 / 4096 — but +1.3 at 8192 (its sweep: −0.3), where the fused add keeps its
+# prefetching tile (_BWD_ASYNC_RESIDUAL_MAX). GPUs before sm_80 have no cp.async: there the loop
+# runs as written (correct, unpipelined; compiled for sm_70 / sm_75 on the CPU).
+# whole row: (block_m, num_warps, programs_per_sm).
 _BWD_ASYNC_2_BYTE = {1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
 _BWD_ASYNC_STAGES = 3
 _BWD_ASYNC_RESIDUAL_MAX = 4096
