@@ -21,7 +21,8 @@ class TileConfig:
     one_tile: bool  # the whole row fits in one tile and stays in registers
     num_warps: int = 4
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
-    num_stages: int = 3  # software-pipelining depth of the row loop (Triton's default)
+    num_stages: int = 3  # Triton's launch option (its default); it pipelines none of these loops by itself:
+    # a loop is pipelined only when it carries num_stages (the backward's row loop: async_stages)
     split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
     joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
@@ -197,18 +198,25 @@ def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
-                residual: bool = False, layer_norm: bool = False, element_size: int = 2) -> TileConfig:
+                residual: bool = False, layer_norm: bool = False, element_size: int = 2,
+                vector_aligned: bool = True) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
-    layer_norm: LayerNorm's statistics (the forward's two reductions, the backward's two row
-    sums), likewise.
+    layer_norm: LayerNorm's forward (two dependent reductions: the mean, then the centred
+    variance) takes tiles of its own; its backward shares RMSNorm's (since session 11: the
+    staged tiles won both).
     element_size: bytes per element of x; the backward's 2-byte rows of 1024 … 8192 stage their
     loads in shared memory (_BWD_ASYNC_2_BYTE), the others prefetch; 4-byte rows join their row
     sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as
     does LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
+    vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
+    of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
+    Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
+    loads as written (ptxas, LayerNorm 2 × 2048 with N and strides not multiples of 16: 80 scalar
+    loads, no cp.async of x or dy) — so rows that are not keep the prefetching tile.
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -216,7 +224,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
     if backward:
-        if element_size == 2 and whole in _BWD_ASYNC_2_BYTE and not (residual and whole > _BWD_ASYNC_RESIDUAL_MAX):
+        if (element_size == 2 and vector_aligned and whole in _BWD_ASYNC_2_BYTE
+                and not (residual and whole > _BWD_ASYNC_RESIDUAL_MAX)):
             block_m, warps, per_sm = _BWD_ASYNC_2_BYTE[whole]
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm,
                               async_stages=_BWD_ASYNC_STAGES)

@@ -232,6 +232,14 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         destination.copy_(stand_in)
 
 
+def _vector_aligned(n: int, *tensors: Optional[Tensor]) -> bool:
+    """Whether a launch over these (M, N) tensors loads whole rows as 16-byte vectors: N and every
+    row stride multiples of 16 elements, unit column strides and 16-byte aligned data (the
+    divisibility Triton specialises on). config.tile_config's `vector_aligned` says what needs it."""
+    return n % 16 == 0 and all(t is None or (t.stride(1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0)
+                               for t in tensors)
+
+
 def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = None,
                dweight: Optional[Tensor] = None, dbias: Optional[Tensor] = None,
                dresidual_out: Optional[Tensor] = None, mean: Optional[Tensor] = None,
@@ -264,7 +272,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     sms = multiprocessor_count(x.device)
     picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
                                        residual=dresidual_out is not None, layer_norm=not is_rms_norm,
-                                       element_size=x.element_size())
+                                       element_size=x.element_size(),
+                                       vector_aligned=_vector_aligned(n, x, dy, dx, dresidual_out))
     config = cfg.fit_block_m(picked, m // heads)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)

@@ -30,14 +30,17 @@ RESIDUAL_SCENARIOS = (False, True)
 LAYER_NORM_SCENARIOS = (False, True)
 # The backward joins its row sums on more tiles for 4-byte elements: it asks for both sizes.
 ELEMENT_SIZE_SCENARIOS = (2, 4)
+# The backward stages 2-byte rows only where they load as 16-byte vectors (vector_aligned): the
+# others keep the prefetching tiles, so the 2-byte enumeration asks for both.
+VECTOR_ALIGNED_SCENARIOS = (True, False)
 
 
 def _picker():
     """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2: pick(
+    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2, aligned=True: pick(
         n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual, layer_norm=layer_norm,
-        element_size=element_size)
+        element_size=element_size, vector_aligned=aligned)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -53,15 +56,16 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
-    # (residual, layer_norm, element size): the backward's fused-add, LayerNorm and 4-byte tiles,
-    # the forward's LayerNorm tiles (4-byte ones included)
-    variants = ((False, False, 2),) if interpret else (
-        tuple(itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS)) if backward
-        else tuple((False, ln, size) for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
+    # (residual, layer_norm, element size, vector aligned): the backward's fused-add, LayerNorm and
+    # 4-byte tiles and its unstaged 2-byte ones, the forward's LayerNorm tiles (4-byte ones included)
+    variants = ((False, False, 2, True),) if interpret else (
+        tuple(v for v in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
+                                           VECTOR_ALIGNED_SCENARIOS) if v[2] == 2 or v[3]) if backward
+        else tuple((False, ln, size, True) for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
     for heads, sms in scenarios:
-        for residual, layer_norm, element_size in variants:
+        for residual, layer_norm, element_size, aligned in variants:
             for n in range(1, n_max + 1):
-                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size)
+                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size, aligned)
                 lo, hi = found.get(config, (n, n))
                 found[config] = (min(lo, n), max(hi, n))
     return found

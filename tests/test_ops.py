@@ -322,6 +322,25 @@ def test_backward_stages_loads_for_two_byte_rows_of_1024_to_8192():
         assert not (config.async_stages and config.prefetch)
         if size != 2 and 1024 <= cfg.next_power_of_2(n) <= 8192:
             assert config.prefetch, (n, residual, layer_norm, size, config)
+        # rows that do not load as 16-byte vectors cannot be staged (cp.async): the prefetching tile
+        unaligned = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
+                                    element_size=size, vector_aligned=False)
+        assert not unaligned.async_stages
+        assert unaligned.prefetch or not 1024 <= cfg.next_power_of_2(n) <= 8192
+
+
+def test_vector_aligned_rows():
+    """ops._vector_aligned: what picks a staged backward tile (N, row strides, column strides and
+    data pointers as Triton's launch specialises them)."""
+    x = torch.empty(8, 2048, dtype=torch.bfloat16)
+    assert ops._vector_aligned(2048, x, torch.empty_like(x), torch.empty_like(x), None)
+    assert ops._vector_aligned(1024, x[:, :1024])  # a column slice: row stride 2048
+    assert not ops._vector_aligned(1000, x[:, :1000])  # N not a multiple of 16
+    assert ops._vector_aligned(1024, x[:, 8:1032])  # data 16 bytes in: still aligned
+    assert not ops._vector_aligned(1024, x[:, 1:1025])  # data 2 bytes in
+    assert not ops._vector_aligned(1000, torch.empty(8, 1000, dtype=torch.bfloat16))
+    assert not ops._vector_aligned(2048, x, torch.empty(2048, 8, dtype=torch.bfloat16).t())  # column stride 8
+    assert not ops._vector_aligned(1024, torch.empty(8, 1032, dtype=torch.bfloat16)[:, :1024])  # row stride 1032
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])

@@ -56,8 +56,8 @@ from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
 from tests.config_cases import (ELEMENT_SIZE_SCENARIOS, GPU_SCENARIOS, INTERPRET_N_MAX,  # noqa: E402
-                                LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS, config_problems, describe,
-                                heuristic_configs)
+                                LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS, VECTOR_ALIGNED_SCENARIOS,
+                                config_problems, describe, heuristic_configs)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -261,7 +261,9 @@ def test_public_api_matches_float64(case):
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
                                      multiprocessors=ops.multiprocessor_count(x.device),
                                      residual=bool(c["prenorm"]), layer_norm=not c["rms"],
-                                     element_size=x.element_size()), heuristics)
+                                     element_size=x.element_size(),
+                                     vector_aligned=ops._vector_aligned(shape[-1], x.reshape(-1, shape[-1]))),
+               heuristics)
 
 
 # ----------------------------------------------------------------------------- launchers, poisoned
@@ -382,9 +384,10 @@ def test_launchers_write_every_element(case):
     dx_buf, dx = guarded((m, n), h.dtype, rows=True)
     dw_buf, dweight = guarded(pshape, weight.dtype) if weight is not None else (None, None)
     db_buf, dbias = guarded(pshape, bias.dtype) if bias is not None else (None, None)
+    dy_in, dres_in = lay_out(dy, c["dy_layout"]), lay_out(dres, c["dy_layout"])
     with grid(c["multiprocessors"], c["gpu_finisher"]):
-        ops.launch_bwd(h_in, lay_out(dy, c["dy_layout"]), dx, weight=weight, dweight=dweight, dbias=dbias,
-                       dresidual_out=lay_out(dres, c["dy_layout"]), mean=mean if use_saved else None,
+        ops.launch_bwd(h_in, dy_in, dx, weight=weight, dweight=dweight, dbias=dbias,
+                       dresidual_out=dres_in, mean=mean if use_saved else None,
                        rstd=rstd if use_saved else None, eps=c["eps"], weight_offset=c["offset"],
                        is_rms_norm=c["rms"], x_hat_dtype=c["x_hat_dtype"], config=config)
     ref = reference(per_head(h), weight, bias, None, per_head(dy), per_head(dres), rms=c["rms"], eps=c["eps"],
@@ -406,7 +409,8 @@ def test_launchers_write_every_element(case):
                heuristics)
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
                                      residual=dres is not None, layer_norm=not c["rms"],
-                                     element_size=x.element_size()),
+                                     element_size=x.element_size(),
+                                     vector_aligned=ops._vector_aligned(n, h_in, dy_in, dx, dres_in)),
                heuristics)
 
 
@@ -445,11 +449,12 @@ def test_gpu_heuristics_enumeration():
     for backward in (False, True):
         configs = heuristic_configs(backward)
         for n in (1, 2, 3, 1000, 4097, 16384, 16385, 32768, 32769, 131073, 262144):
-            for (heads, sms), residual, layer_norm, size in itertools.product(
-                    GPU_SCENARIOS, RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS):
+            for (heads, sms), residual, layer_norm, size, aligned in itertools.product(
+                    GPU_SCENARIOS, RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
+                    VECTOR_ALIGNED_SCENARIOS):
                 picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual,
-                                         layer_norm=layer_norm, element_size=size)
-                assert picked in configs, (n, heads, residual, layer_norm, size, picked)
+                                         layer_norm=layer_norm, element_size=size, vector_aligned=aligned)
+                assert picked in configs, (n, heads, residual, layer_norm, size, aligned, picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:
