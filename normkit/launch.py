@@ -292,6 +292,10 @@ def _launch(fn, grid, grid_for, args, kwargs):
         kernel = fn.warmup(*args, grid=(1,), **kwargs)  # compiles (or finds) the kernel, launches nothing
         if isinstance(kernel, _CompiledKernel):
             kernel.run  # loads the binary: n_regs is known from here on
+            if not hasattr(kernel, "n_regs"):
+                # It failed to load before (OutOfResources: shared memory): Triton keeps that
+                # error in `run` instead of raising it again on access. Raise it again.
+                kernel.run()
         grid = grid_for(kernel if isinstance(kernel, _CompiledKernel) else None)
     kernel = fn[grid](*args, **kwargs)
     if key is not None and (entry is None or (entry is not _SLOW and entry[0] is not fn)):

@@ -133,6 +133,7 @@ def fake_gpu(monkeypatch):
     fn = JITFunction(body)
     kernel = CompiledKernel.__new__(CompiledKernel)
     kernel._run = CudaLauncher()
+    kernel.n_regs = 40  # a loaded kernel's (CompiledKernel._init_handles sets it)
     kernel.function = 0xF00
     kernel.packed_metadata = (4, 1, 0)
     normal = []
@@ -185,6 +186,27 @@ def test_cycle_grid_fitted_to_the_compiled_kernel(fake_gpu):
     assert L.launch_fitted(fn, grid_for, x, x, 48, 1.0, BLOCK=16) == (5, 2)  # same specialization: direct
     assert len(normal) == 2 and launcher.calls[0][:3] == (5, 2, 1) and launcher.calls[0][11] == 48
     assert len(seen) == 2 and seen[0] is seen[1] and isinstance(seen[0], CompiledKernel)
+
+
+def test_fitted_launch_of_a_kernel_that_failed_to_load_raises_its_error_again(fake_gpu):
+    """A kernel Triton could not load (more shared memory than the device has) keeps the error
+    in its `run` and has no n_regs: the next launch_fitted of it (say, the same tile with another
+    programs_per_sm) raises that OutOfResources again (which ops' fallback handles), not an
+    AttributeError from the grid function."""
+    import functools
+
+    from triton.compiler.compiler import _raise_error
+    from triton.runtime.errors import OutOfResources
+
+    fn, launcher, normal = fake_gpu
+    kernel = fn.run(grid=(1,), warmup=True)
+    del kernel.n_regs
+    kernel._run = functools.partial(_raise_error, OutOfResources(264192, 232448, "shared memory"))
+    seen = []
+    with pytest.raises(OutOfResources, match="shared memory"):
+        L.launch_fitted(fn, lambda k: seen.append(k.n_regs) or (1,), torch.zeros(32), torch.zeros(32), 32, 1.0,
+                        BLOCK=16)
+    assert not seen and not launcher.calls
 
 
 def test_cycle_constexpr_order_and_defaults(fake_gpu):
