@@ -100,6 +100,9 @@ def _resident(kernel, device: torch.device) -> Optional[int]:
                                  *multiprocessor_limits(device))
 
 
+_STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
+
+
 class CompileFallbackWarning(RuntimeWarning):
     """A launch configuration failed to compile for the GPU; normkit ran a conservative one."""
 
@@ -201,6 +204,12 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                  # a thread, run ZS −0.7 µs); RMSNorm keeps it — without, ptxas gives its 1 × 8192 tile
                  # 40 registers against 32 (3 programs an SM against 4: run ZS +1.7 µs).
                  HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0)
+    # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048. Run
+    # ZZD (A/B, 3 rounds, bf16, µs): LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192
+    # 133.8 → 133.0; RMSNorm ×2048 35.2 → 34.1, ×4096 68.1 → 67.8 — but the fused add ×4096 134.6 →
+    # 135.7, and run ZZF (A/B, 2 rounds) short rows: LayerNorm 524288×128 68.1 → 71.1, RMSNorm
+    # 66.8 → 68.1, ×256 +0.3 / +0.6. Those (and column tiles, which re-read x from L2) keep the
+    # default policy; 1024 was not measured.
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
     if x.dtype == torch.float64 and interpret():
         # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
@@ -222,6 +231,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
             out.stride(0), _stride(residual_out, 0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, EVEN_ROWS=even,
+            STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
         )
 

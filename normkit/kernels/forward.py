@@ -36,11 +36,13 @@ from .stats import merge_tile_stats
 
 
 @triton.jit
-def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """h = x (+ residual), upcast to COMPUTE_DTYPE; masked elements are 0."""
-    h = tl.load(X + x_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
+            EVICTION: tl.constexpr):
+    """h = x (+ residual), upcast to COMPUTE_DTYPE; masked elements are 0. EVICTION: the loads'
+    L2 eviction policy ("evict_first" for data read once)."""
+    h = tl.load(X + x_offs, mask=mask, other=0.0, eviction_policy=EVICTION).to(COMPUTE_DTYPE)
     if HAS_RESIDUAL:
-        h += tl.load(RESIDUAL + res_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+        h += tl.load(RESIDUAL + res_offs, mask=mask, other=0.0, eviction_policy=EVICTION).to(COMPUTE_DTYPE)
     return h
 
 
@@ -82,7 +84,9 @@ def norm_fwd_kernel(
     X_HAT_DTYPE: tl.constexpr,
     EVEN_ROWS: tl.constexpr = False,  # ONE_TILE, N == BLOCK_N, M % BLOCK_M == 0: no mask needed
     HAS_WEIGHT_OFFSET: tl.constexpr = True,  # False: weight_offset is 0, its add is left out
+    STREAM: tl.constexpr = False,  # ONE_TILE: x, residual read once and y, residual_out written once: evict first
 ):
+    EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE else ""
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -99,9 +103,9 @@ def norm_fwd_kernel(
     if ONE_TILE:
         mask = row_mask[:, None] & ((cols < N) | EVEN_ROWS)[None, :]
         h = _load_h(X, RESIDUAL, x_rows + cols[None, :] * stride_x_col,
-                    res_rows + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+                    res_rows + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
         if STORE_RESIDUAL_OUT:
-            tl.store(RESIDUAL_OUT + res_out_rows + cols[None, :], h, mask=mask)
+            tl.store(RESIDUAL_OUT + res_out_rows + cols[None, :], h, mask=mask, eviction_policy=EVICTION)
         if IS_RMS_NORM:
             mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             centered = h
@@ -116,7 +120,7 @@ def norm_fwd_kernel(
             c = start + cols
             mask = row_mask[:, None] & (c < N)[None, :]
             h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
-                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
             if STORE_RESIDUAL_OUT:
                 tl.store(RESIDUAL_OUT + res_out_rows + c[None, :], h, mask=mask)
             mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N, COMPUTE_DTYPE)
@@ -132,14 +136,14 @@ def norm_fwd_kernel(
     if ONE_TILE:
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
                     HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
-        tl.store(Y + y_rows + cols[None, :], y, mask=mask)
+        tl.store(Y + y_rows + cols[None, :], y, mask=mask, eviction_policy=EVICTION)
     else:
         for start in tl.range(0, N, BLOCK_N):
             c = start + cols
             mask = row_mask[:, None] & (c < N)[None, :]
             # h again from x (+ residual), unrounded, exactly as the ONE_TILE path uses it.
             h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
-                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE)
+                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
             y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask,
                         weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
             tl.store(Y + y_rows + c[None, :], y, mask=mask)
