@@ -128,9 +128,28 @@ _BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
 # prefetching tile (_BWD_ASYNC_RESIDUAL_MAX). GPUs before sm_80 have no cp.async: there the loop
 # runs as written (correct, unpipelined; compiled for sm_70 / sm_75 on the CPU).
 # whole row: (block_m, num_warps, programs_per_sm).
-_BWD_ASYNC_2_BYTE = {1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
+_BWD_ASYNC_2_BYTE = {128: (16, 1, 4), 256: (8, 1, 4),
+                     1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
 _BWD_ASYNC_STAGES = 3
 _BWD_ASYNC_RESIDUAL_MAX = 4096
+# Short rows (QK-norm heads of 128 and 256) stage too, on one warp: 2048 elements a program and 4
+# programs an SM for RMSNorm (run ZZE's sweep, tools/tune.py --block-m 8,16,32 --warps 1,2,4 --ppsm
+# 4,8 --async-stages 3,4, bf16 µs: 524288×128 16 × 128 on 1 warp, 4/SM, 3 stages 101.5 against
+# 113.8 for the unstaged _BWD_SHORT_ROWS tile; 262144×256 8 × 256 101.2 against 156.5 for the
+# generic 32 × 256 on 4 warps). LayerNorm (more registers a row) wants half the rows and twice the
+# programs: 8 × 128, 8/SM 107.9 against 121.6 for RMSNorm's tile and 135.5 for the heuristic then;
+# the fused add 2 warps: 16 × 128 130.6 against 133.1 on 1 warp and 171.4 for the generic tile.
+# Rows of 256 for LayerNorm and the fused add: the same elements a program, by analogy. Run ZZF's
+# A/B (2 rounds, bf16, µs, against main before): RMSNorm 524288×128 114.3 → 101.2, 262144×256
+# 155.6 → 101.3; LayerNorm 135.9 → 104.0, 223.7 → 102.3; fused add 170.2 → 131.7, 182.3 → 135.7.
+_BWD_ASYNC_LAYER_NORM = {128: (8, 1, 8), 256: (4, 1, 8)}
+_BWD_ASYNC_RESIDUAL = {128: (16, 2, 4), 256: (8, 2, 4)}
+# 4-byte rows of 4096 (RMSNorm and LayerNorm; not the fused add): one row on 8 warps, 2 an SM,
+# neither prefetch nor staging (ptxas: 108 / 128 registers against prefetch's 159-172, which fit
+# one an SM). Run ZY's sweep (fp32 16384×4096): RMSNorm 191.7 µs against the heuristic's 201.2,
+# LayerNorm 194.8 against 198.3; run ZZD's A/B (3 rounds): RMSNorm 200.3 → 191.9, LayerNorm
+# 196.9 → 195.2. whole row: (block_m, num_warps, programs_per_sm).
+_BWD_PLAIN_4_BYTE = {4096: (1, 8, 2)}
 # Σ(g·h) and Σg in one reduction tree (JOIN_SUMS) only for one-row tiles: device run ZF (A/B,
 # 3 rounds, bf16 unless said, µs) — 1 × 8192 on 16 warps: fused add 270.0 → 255.8, LayerNorm
 # 210.0 → 205.2, RMSNorm 203.0 → 201.8; fused add 1 × 4096 on 8 warps 132.8 → 129.4, 1 × 2048 on
@@ -186,6 +205,19 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
     return max(1, min(cap, tile_elements // 512))
 
 
+def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple]:
+    """(block_m, num_warps, programs_per_sm) of the staged whole-row backward tile for 2-byte rows
+    of `whole`, or None where rows of that width prefetch (or take the generic tile) instead."""
+    if residual:
+        if whole in _BWD_ASYNC_RESIDUAL:
+            return _BWD_ASYNC_RESIDUAL[whole]
+        if whole > _BWD_ASYNC_RESIDUAL_MAX:
+            return None
+    elif layer_norm and whole in _BWD_ASYNC_LAYER_NORM:
+        return _BWD_ASYNC_LAYER_NORM[whole]
+    return _BWD_ASYNC_2_BYTE.get(whole)
+
+
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
     """(block_m, num_warps, programs_per_sm) of the prefetching whole-row backward tile for rows
     of `whole` (a width in _BWD_PREFETCH): from the most specific table that has the width."""
@@ -207,9 +239,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     residual: the backward also reads dresidual_out (fused add), which moves the best tile.
     layer_norm: LayerNorm's forward (two dependent reductions: the mean, then the centred
     variance) takes tiles of its own; its backward shares RMSNorm's (since session 11: the
-    staged tiles won both).
-    element_size: bytes per element of x; the backward's 2-byte rows of 1024 … 8192 stage their
-    loads in shared memory (_BWD_ASYNC_2_BYTE), the others prefetch; 4-byte rows join their row
+    staged tiles won both) except for short 2-byte rows (_BWD_ASYNC_LAYER_NORM).
+    element_size: bytes per element of x; the backward's 2-byte rows of 128, 256 and 1024 … 8192
+    stage their loads in shared memory (_staged_tile), the others prefetch or load plainly; 4-byte rows join their row
     sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as
     does LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
@@ -224,11 +256,14 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
     if backward:
-        if (element_size == 2 and vector_aligned and whole in _BWD_ASYNC_2_BYTE
-                and not (residual and whole > _BWD_ASYNC_RESIDUAL_MAX)):
-            block_m, warps, per_sm = _BWD_ASYNC_2_BYTE[whole]
+        staged = _staged_tile(whole, residual, layer_norm) if element_size == 2 and vector_aligned else None
+        if staged:
+            block_m, warps, per_sm = staged
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm,
                               async_stages=_BWD_ASYNC_STAGES)
+        if element_size == 4 and whole in _BWD_PLAIN_4_BYTE and not residual:
+            block_m, warps, per_sm = _BWD_PLAIN_4_BYTE[whole]
+            return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm)
         if whole in _BWD_PREFETCH:
             block_m, warps, per_sm = _prefetch_tile(whole, residual, element_size)
             return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True,

@@ -309,24 +309,32 @@ def test_prefetch_joined_sums_and_async_stages_are_backward_options_of_whole_row
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, async_stages=2))
 
 
-def test_backward_stages_loads_for_two_byte_rows_of_1024_to_8192():
-    """The GPU heuristic (runs ZX-ZZ): 2-byte rows of 1024 … 8192 stage their loads 3 deep in shared
-    memory, any family but the fused add at 8192; 4- and 8-byte rows, the fused add's 8192 and
-    other widths load ahead in registers (prefetch) or not at all. Never both at once."""
-    for n, residual, layer_norm, size in itertools.product((513, 1024, 2048, 3000, 4096, 8192, 256, 16384),
-                                                        (False, True), (False, True), (2, 4, 8)):
+def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
+    """The GPU heuristic (runs ZX-ZZ, ZZE): 2-byte rows of 128 and 256 (QK-norm heads) and of
+    1024 … 8192 stage their loads 3 deep in shared memory, any family but the fused add at 8192;
+    short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
+    the programs an SM; 4- and 8-byte rows, the fused add's 8192 and other widths load ahead in
+    registers (prefetch) or not at all. Never both at once."""
+    widths = (100, 128, 200, 256, 512, 513, 1024, 2048, 3000, 4096, 8192, 16384)
+    for n, residual, layer_norm, size in itertools.product(widths, (False, True), (False, True), (2, 4, 8)):
         config = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                                  element_size=size)
-        staged = size == 2 and 1024 <= cfg.next_power_of_2(n) <= (4096 if residual else 8192)
+        whole = cfg.next_power_of_2(n)
+        staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual else 8192))
         assert config.async_stages == (3 if staged else 0), (n, residual, layer_norm, size, config)
+        if staged and whole <= 256:
+            elements = 2048 if residual or not layer_norm else 1024
+            assert (config.block_m * whole, config.num_warps, config.programs_per_sm) == (
+                (elements, 2, 4) if residual else (elements, 1, 8) if layer_norm else (elements, 1, 4)), config
         assert not (config.async_stages and config.prefetch)
+        plain = size == 4 and cfg.next_power_of_2(n) == 4096 and not residual  # _BWD_PLAIN_4_BYTE
         if size != 2 and 1024 <= cfg.next_power_of_2(n) <= 8192:
-            assert config.prefetch, (n, residual, layer_norm, size, config)
+            assert config.prefetch != plain, (n, residual, layer_norm, size, config)
         # rows that do not load as 16-byte vectors cannot be staged (cp.async): the prefetching tile
         unaligned = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                                     element_size=size, vector_aligned=False)
         assert not unaligned.async_stages
-        assert unaligned.prefetch or not 1024 <= cfg.next_power_of_2(n) <= 8192
+        assert unaligned.prefetch != plain or not 1024 <= cfg.next_power_of_2(n) <= 8192
 
 
 def test_vector_aligned_rows():
@@ -372,6 +380,35 @@ def test_backward_with_loads_staged_in_shared_memory(device, stages):
         assert_matches(dweight, want[1], torch.float32, "dweight")
         if not rms:
             assert_matches(dbias, want[2], torch.float32, "dbias")
+
+
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
+def test_staged_backward_with_per_head_weights(device, rms):
+    """QK-norm rows (heads of 128, the widths the heuristic stages since run ZZE): per-head weights
+    (H, D), each program's rows strided by H, loads staged 3 deep, against float64 with a partial
+    row block."""
+    from normkit import reference
+
+    heads, tokens, d = 4, 11, 128
+    g = torch.Generator().manual_seed(5 + rms)
+    x, dy = (torch.randn(tokens * heads, d, generator=g) for _ in range(2))
+    w, b = 1 + 0.1 * torch.randn(heads, d, generator=g), torch.randn(heads, d, generator=g)
+    xd = x.double()
+    mean = None if rms else xd.mean(1)
+    rstd = ((xd.square().mean(1) if rms else xd.var(1, unbiased=False)) + 1e-5).rsqrt()
+    mean, rstd = (None if t is None else t.float() for t in (mean, rstd))
+    dx, dweight = torch.empty(tokens * heads, d, device=device), torch.empty(heads, d, device=device)
+    dbias = None if rms else torch.empty(heads, d, device=device)
+    ops.launch_bwd(x.to(device), dy.to(device), dx, weight=w.to(device), dweight=dweight, dbias=dbias,
+                   mean=None if rms else mean.to(device), rstd=rstd.to(device), eps=1e-5, is_rms_norm=rms,
+                   config=cfg.TileConfig(4, d, True, 1, programs_per_sm=2, async_stages=3))
+    want = reference.norm_bwd(xd.view(tokens, heads, d), w.double(), dy.double().view(tokens, heads, d), mean, rstd,
+                              None, eps=1e-5, is_rms_norm=rms, bias_dtype=None if rms else torch.float64,
+                              param_ndim=2)
+    assert_matches(dx, want[0].reshape(tokens * heads, d), torch.float32, "dx")
+    assert_matches(dweight, want[1], torch.float32, "dweight")
+    if not rms:
+        assert_matches(dbias, want[2], torch.float32, "dbias")
 
 
 def test_non_contiguous_weight_and_rstd(device):

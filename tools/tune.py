@@ -98,6 +98,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--one-tile-limit", type=int, help="also try whole rows in registers up to this N (spills)")
     p.add_argument("--max-tile", type=int, default=16384, help="largest tile (elements) tried")
+    p.add_argument("--block-m", help="only tiles of these rows (comma-separated), e.g. 16,32")
+    p.add_argument("--warps", help="only tiles on these warp counts (comma-separated), e.g. 1,2")
     p.add_argument("--split", choices=["no", "also", "only"], default="also",
                    help="backward: also (or only) try split-row configs")
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
@@ -161,6 +163,8 @@ def main():
         ref = outs[0].clone()
         rows = []
         plain = [] if args.split == "only" else candidates(n, args.kind, args.one_tile_limit, args.max_tile)
+        plain = [c for c in plain if (not args.block_m or str(c.block_m) in args.block_m.split(","))
+                 and (not args.warps or str(c.num_warps) in args.warps.split(","))]
         configs = [(c, pp) for c in plain
                    for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
         if args.kind == "bwd" and args.split != "no":
