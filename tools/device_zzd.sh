@@ -9,7 +9,16 @@
 #    RMSNorm 199-201 → ~192 µs, LayerNorm 195-198 → ~195.
 # Then GPU 1: the 20-run bitwise tests on the GPU (RELIABILITY "Session 11": open), and the
 # 524288×128 backward sweep with staged tiles (cut in run ZY).
-# Outcome: (filled in after the run)
+# Outcome (session 12; A/B medians of 3 rounds, µs; copy 4195 GB/s): evict_first — LayerNorm bf16
+# fwd ×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192 133.8 → 133.0; RMSNorm ×2048 35.2 → 34.1, ×4096
+# 68.1 → 67.8; fused add ×4096 134.6 → 135.7 (worse); backwards ±0.4 (control). Landed without the
+# fused add (00ecfb9); the patch as written also broke the forward's column tiles (a str default
+# of a @triton.jit helper's constexpr does not compile: run ZZE's GPU tests, and the CPU's
+# test_gpu_compile), fixed on landing. fp32 plain 1 × 4096 backward — RMSNorm 200.3 → 191.9,
+# LayerNorm 196.9 → 195.2: landed. (`patch` applied its config hunk and rejected the test hunk,
+# tests not being copied, so "patch failed" was printed; the measured arm had the config change.)
+# Bitwise tests on the GPU: 3 passed. The 524288×128 staged sweep (cut at 150 s): 16 rows × 128 on
+# 1 warp, 4/SM, 3 stages 101.5 µs against the heuristic's ~116 — run ZZE follows it up.
 source tools/device_env.sh
 build() {  # NAME [PATCH]: main's normkit (+ PATCH) in /tmp/ab/NAME
   mkdir -p /tmp/ab/$1 && cp -r normkit pyproject.toml /tmp/ab/$1/
