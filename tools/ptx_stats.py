@@ -18,6 +18,7 @@ import triton.language as tl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compile_check as cc  # noqa: E402
 from normkit import config as cfg  # noqa: E402
+from normkit import ops  # noqa: E402
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel  # noqa: E402
 
 SMS = 132  # an H200
@@ -33,7 +34,8 @@ def constexprs(kind, family, config, dtype):
     if kind == "fwd":
         # as ops launches them: the offset add for RMSNorm only, LayerNorm unmasked (EVEN_ROWS: full tiles)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
-                 EVEN_ROWS=not rms)
+                 EVEN_ROWS=not rms,
+                 STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:
@@ -73,7 +75,9 @@ def main() -> int:
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--tile", help="backward: this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j] "
                                   "(p: prefetch, j: joined sums, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
+    p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
     args = p.parse_args()
+    extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
     for family in args.families.split(","):
@@ -81,7 +85,7 @@ def main() -> int:
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
                 layer_norm=family == "layer_norm", element_size=4 if args.dtype == "fp32" else 2)
-            ptx = cc.compile_ptx(kernel, args.dtype, pointers, constexprs(args.kind, family, config, args.dtype),
+            ptx = cc.compile_ptx(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype), **extra},
                                  config.num_warps, as_launched=True)
             regs, spill = cc.ptxas_resources(ptx)
             print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
