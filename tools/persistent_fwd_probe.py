@@ -15,12 +15,10 @@ and checked against its output. Not used by normkit; the kernel family would tak
 import argparse
 import itertools
 
-import torch
 import triton
 import triton.language as tl
 
-from normkit import ops
-from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
+import fwd_probe
 
 
 @triton.jit
@@ -54,55 +52,19 @@ def main() -> int:
     p.add_argument("--shapes", default="16384x2048,16384x4096")
     p.add_argument("--family", default="layer_norm", choices=["rms", "layer_norm"])
     args = p.parse_args()
-    dev = torch.device("cuda")
-    sms = ops.multiprocessor_count(dev)
-    bw = copy_bandwidth(dev)
-    print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
-    rms = args.family == "rms"
-    side = torch.cuda.Stream()
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
-        nbytes = min_bytes("fwd", m, n, 2, args.family)
-        sets = input_sets_needed(nbytes)
-        g = torch.Generator(device=dev).manual_seed(0)
-        xs = [torch.randn(m, n, device=dev, dtype=torch.bfloat16, generator=g) for _ in range(sets)]
-        w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(torch.bfloat16)
-        b = (0.1 * torch.randn(n, device=dev, generator=g)).to(torch.bfloat16)
-        ys = [torch.empty_like(x) for x in xs]
-        mean, rstd = torch.empty(m, device=dev), torch.empty(m, device=dev)
-        pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
-        with torch.cuda.stream(side):
-            base = [lambda i=i: ops.launch_fwd(xs[i], ys[i], weight=w, bias=None if rms else b, mean=None if rms else mean,
-                                               rstd=rstd, eps=1e-5, is_rms_norm=rms) for i in range(sets)]
-            base[0]()
-            ref = ys[0].clone()
-            t0 = graph_time(base)
-            print(f"{shape} {args.family} normkit forward: {t0 * 1e6:.1f} us ({pct(t0):.0f}%)", flush=True)
-            rows = []
-            for block_m, warps, stages, per_sm in itertools.product((1, 2, 4), (4, 8, 16), (1, 2, 3, 4), (1, 2, 4, 8)):
-                if m % block_m or block_m * n // (32 * warps) < 8 or block_m * n // (32 * warps) > 64:
-                    continue
-                grid = (min(m // block_m, sms * per_sm),)
 
-                def call(i, block_m=block_m, warps=warps, stages=stages, grid=grid):
-                    persistent_fwd[grid](xs[i], w, b, ys[i], mean, rstd, m, n, 1e-5, BLOCK_M=block_m, BLOCK_N=n,
-                                         IS_RMS_NORM=rms, STAGES=stages, num_warps=warps)
-                try:
-                    call(0)
-                    torch.cuda.synchronize()
-                    ok = torch.allclose(ys[0].float(), ref.float(), rtol=1e-2, atol=1e-2)
-                    t = graph_time([lambda i=i: call(i) for i in range(sets)])
-                except Exception as e:  # noqa: BLE001 - report, go on
-                    print(f"  {block_m}x{n} w{warps} s{stages} pp{per_sm}: {type(e).__name__} {str(e)[:100]}")
-                    continue
-                rows.append((t, f"{block_m}x{n} w{warps} stages {stages} grid {grid[0]}", ok))
-                print(f"  each {t * 1e6:.1f} us ({pct(t):.0f}%) {rows[-1][1]} ok={ok}", flush=True)
-            rows.sort()
-            for t, name, ok in rows[:6]:
-                print(f"  best {t * 1e6:.1f} us ({pct(t):.0f}%) {name} ok={ok}", flush=True)
-        del xs, ys
-        torch.cuda.empty_cache()
-    return 0
+    def candidates(m, n, sms):
+        for block_m, warps, stages, per_sm in itertools.product((1, 2, 4), (4, 8, 16), (1, 2, 3, 4), (1, 2, 4, 8)):
+            if m % block_m or block_m * n // (32 * warps) < 8 or block_m * n // (32 * warps) > 64:
+                continue
+            grid = (min(m // block_m, sms * per_sm),)
+
+            def launch(x, w, b, y, mean, rstd, rms, block_m=block_m, warps=warps, stages=stages, grid=grid):
+                persistent_fwd[grid](x, w, b, y, mean, rstd, m, n, 1e-5, BLOCK_M=block_m, BLOCK_N=n,
+                                     IS_RMS_NORM=rms, STAGES=stages, num_warps=warps)
+            yield f"{block_m}x{n} w{warps} stages {stages} grid {grid[0]}", launch
+
+    return fwd_probe.run(args.family, args.shapes, candidates)
 
 
 if __name__ == "__main__":

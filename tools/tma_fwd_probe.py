@@ -97,64 +97,27 @@ def main() -> int:
     args = p.parse_args()
     if args.check:
         return check()
-    from normkit import ops
-    from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
+    import fwd_probe
 
-    dev = torch.device("cuda")
-    sms = ops.multiprocessor_count(dev)
     # descriptors built on the device need a scratch allocator; these are host-built, but set one anyway
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=dev))
-    bw = copy_bandwidth(dev)
-    print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
-    rms = args.family == "rms"
-    side = torch.cuda.Stream()
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
-        nbytes = min_bytes("fwd", m, n, 2, args.family)
-        sets = input_sets_needed(nbytes)
-        g = torch.Generator(device=dev).manual_seed(0)
-        xs = [torch.randn(m, n, device=dev, dtype=torch.bfloat16, generator=g) for _ in range(sets)]
-        w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(torch.bfloat16)
-        b = (0.1 * torch.randn(n, device=dev, generator=g)).to(torch.bfloat16)
-        ys = [torch.empty_like(x) for x in xs]
-        mean, rstd = torch.empty(m, device=dev), torch.empty(m, device=dev)
-        pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
-        with torch.cuda.stream(side):
-            base = [lambda i=i: ops.launch_fwd(xs[i], ys[i], weight=w, bias=None if rms else b, mean=None if rms else mean,
-                                               rstd=rstd, eps=1e-5, is_rms_norm=rms) for i in range(sets)]
-            base[0]()
-            ref = ys[0].clone()
-            t0 = graph_time(base)
-            print(f"{shape} {args.family} normkit forward: {t0 * 1e6:.1f} us ({pct(t0):.0f}%)", flush=True)
-            rows = []
-            # (persistent, stages, programs an SM): one program a row block, or persistent and pipelined
-            modes = [(False, 1, 0)] + ([] if args.grid_only else [(True, s, pp) for s in (2, 3) for pp in (1, 2, 4)])
-            block_ms = [int(v) for v in args.block_m.split(",")]
-            for block_m, warps, (persistent, stages, per_sm) in itertools.product(block_ms, (4, 8), modes):
-                if m % block_m or block_m * n * 2 * (stages if persistent else 1) > 160 * 1024:
-                    continue  # the boxes of a program must fit shared memory
-                programs = min(m // block_m, sms * per_sm)
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    # (persistent, stages, programs an SM): one program a row block, or persistent and pipelined
+    modes = [(False, 1, 0)] + ([] if args.grid_only else [(True, s, pp) for s in (2, 3) for pp in (1, 2, 4)])
 
-                def call(i, block_m=block_m, warps=warps, persistent=persistent, stages=stages, programs=programs):
-                    launch(xs[i], w, b, ys[i], mean, rstd, 1e-5, rms, block_m, warps, persistent, stages, programs)
-                name = f"{block_m}x{n} w{warps} " + (f"persistent s{stages} grid {programs}" if persistent else "grid M/BLOCK_M")
-                try:
-                    call(0)
-                    torch.cuda.synchronize()
-                    ok = torch.allclose(ys[0].float(), ref.float(), rtol=1e-2, atol=1e-2)
-                    t = graph_time([lambda i=i: call(i) for i in range(sets)])
-                except Exception as e:  # noqa: BLE001 - report, go on
-                    print(f"  {name}: {type(e).__name__} {str(e)[:120]}", flush=True)
-                    continue
-                rows.append((t, name, ok))
-                print(f"  each {t * 1e6:.1f} us ({pct(t):.0f}%) {name} ok={ok}", flush=True)
-            rows.sort()
-            for t, name, ok in rows[:5]:
-                print(f"  best {t * 1e6:.1f} us ({pct(t):.0f}%) {name} ok={ok}", flush=True)
-        del xs, ys
-        torch.cuda.empty_cache()
-    return 0
+    def candidates(m, n, sms):
+        for block_m, warps, (persistent, stages, per_sm) in itertools.product(
+                [int(v) for v in args.block_m.split(",")], (4, 8), modes):
+            if m % block_m or block_m * n * 2 * (stages if persistent else 1) > 160 * 1024:
+                continue  # the boxes of a program must fit shared memory
+            programs = min(m // block_m, sms * per_sm)
 
+            def call(x, w, b, y, mean, rstd, rms, block_m=block_m, warps=warps, persistent=persistent,
+                     stages=stages, programs=programs):
+                launch(x, w, b, y, mean, rstd, 1e-5, rms, block_m, warps, persistent, stages, programs)
+            yield f"{block_m}x{n} w{warps} " + (f"persistent s{stages} grid {programs}" if persistent
+                                                 else "grid M/BLOCK_M"), call
+
+    return fwd_probe.run(args.family, args.shapes, candidates)
 
 if __name__ == "__main__":
     raise SystemExit(main())
