@@ -241,9 +241,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     variance) takes tiles of its own; its backward shares RMSNorm's (since session 11: the
     staged tiles won both) except for short 2-byte rows (_BWD_ASYNC_LAYER_NORM).
     element_size: bytes per element of x; the backward's 2-byte rows of 128, 256 and 1024 … 8192
-    stage their loads in shared memory (_staged_tile), the others prefetch or load plainly; 4-byte rows join their row
-    sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of their own at some widths, as
-    does LayerNorm's forward (_FWD_LAYER_NORM_4_BYTE).
+    stage their loads in shared memory (_staged_tile), the others prefetch or load plainly;
+    4-byte rows join their row sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of
+    their own at some widths (_BWD_PLAIN_4_BYTE), as does LayerNorm's forward
+    (_FWD_LAYER_NORM_4_BYTE).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
