@@ -29,6 +29,8 @@ class TileConfig:
     # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
     async_stages: int = 0  # backward, one_tile, not split nor prefetch: ≥ 2 stages the row loop's loads in
     # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
+    reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers
+    max_registers: int = 0  # forward: ptxas' register cap (Triton's maxnreg), 0 for none
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -40,6 +42,10 @@ class TileConfig:
             raise ValueError(f"joined_sums reduces a whole row held in registers: it needs one_tile=True, got {self}")
         if self.async_stages == 1 or self.async_stages < 0:
             raise ValueError(f"async_stages is 0 (no pipeline) or a depth of 2 or more, got {self.async_stages}")
+        if self.reload and not self.one_tile:
+            raise ValueError(f"reload re-reads a whole row held in one tile: it needs one_tile=True, got {self}")
+        if self.max_registers < 0:
+            raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
         if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
             raise ValueError("async_stages pipelines the whole-row loop's loads: it needs one_tile=True, "
                              f"split=False and prefetch=False (another way to load ahead), got {self}")
@@ -49,7 +55,8 @@ class TileConfig:
 # every candidate tile/warps/programs-per-SM timed per shape, the rule fitted to the winners.
 #
 # Widest row kept whole in registers. Forward: only x lives across the reduction; 32768 values
-# over 32 warps is 32 registers a thread (ptxas: 61 registers, no spills). Backward: x, dy, w and
+# over 32 warps is 32 registers a thread (ptxas: 52 registers, no spills; re-read for y under
+# _FWD_RELOAD_CAP: 32). Backward: x, dy, w and
 # the dweight partial are live at once; a 16384 row on 8 warps spills, yet ran 4096×16384 in
 # 146 µs against 233 for two passes over column tiles (run C); 32768 lost to column tiles.
 _MAX_ONE_TILE_FWD = 32768
@@ -186,6 +193,24 @@ _FWD_LAYER_NORM_4_BYTE = {4096: (2, 16)}
 # (run ZD, 3 rounds): LayerNorm 38.7 → 36.2, fused add 68.1 → 66.8, RMSNorm 35.8 → 35.2; 4096×2048
 # LayerNorm 11.2 → 10.4. Whole row: (block_m, num_warps).
 _FWD_ROWS = {2048: (1, 4)}
+# Whole rows of ≥ 4096 re-read for y (reload: the statistics pass loads with evict_last, the output
+# pass reads the row again from L2 with evict_first), so the row need not stay live across the
+# reduction — fewer registers, more rows in flight an SM, as torch.compile's kernels do (run ZZK).
+# Sweeps, bf16 unless said, µs, kept tile → reload (runs ZZM / ZZN): RMSNorm 16384×4096 67.6 →
+# 65.6, fp16 67.7 → 65.7, fp32 133.0 → 127.6 (16 warps), 16384×8192 130.7 → 128.0, 131072×8192
+# 1160 → 1121, 4096×16384 71.0 → 67.7 and 8192×32768 295 → 259 (with the cap below); the fused
+# add ×4096 133.6 → 128.0 (16 warps), ×8192 263 → 255, 4096×16384 133 → 131; LayerNorm ×4096
+# 67.7 → 66.5, ×8192 131.5 → 130.6, 4096×16384 112.7 → 73.2. Not below 4096 (rows of 2048: ±0.3,
+# LayerNorm +1.1), nor LayerNorm fp32 ×4096 (2 × 4096 tile: 131.4 → 133.0) or ×32768 (±1.5).
+_FWD_RELOAD_MIN = 4096
+# RMSNorm rows of 4096 that load 16 KB (the fused add's two bf16 rows, fp32): 16 warps (above).
+_FWD_RELOAD_4096_WIDE_WARPS = 16
+# ptxas' register cap for plain 2-byte RMSNorm rows of ≥ 16384 re-read: 1 × 32768 on 32 warps
+# 38 → 32 registers without spills (1 → 2 programs an SM: 8192×32768 302 → 259 µs), 1 × 16384 on
+# 16 warps 50 → 32, 16 B spilled (2 → 4: 4096×16384 71.6 → 67.7). The fused add and LayerNorm
+# hold more (57-64 registers re-reading) and spill under it: 4096×16384 fused add 130 → 379.
+_FWD_RELOAD_CAP = 32
+_FWD_RELOAD_CAP_MIN = 16384
 _MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
 # fewer and larger the programs, the faster; registers do not exist there.
@@ -236,7 +261,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
 
     heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
     part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
-    residual: the backward also reads dresidual_out (fused add), which moves the best tile.
+    residual: the backward also reads dresidual_out, the forward a residual (fused add), which
+    moves the best tile.
     layer_norm: LayerNorm's forward (two dependent reductions: the mean, then the centred
     variance) takes tiles of its own; its backward shares RMSNorm's (since session 11: the
     staged tiles won both) except for short 2-byte rows (_BWD_ASYNC_LAYER_NORM).
@@ -245,6 +271,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     4-byte rows join their row sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of
     their own at some widths (_BWD_PLAIN_4_BYTE), as does LayerNorm's forward
     (_FWD_LAYER_NORM_4_BYTE).
+    The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
+    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
@@ -290,17 +318,22 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
+    if whole > _MAX_ONE_TILE_FWD:
+        return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
+    reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and whole == _MAX_ONE_TILE_FWD)
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
-        return TileConfig(block_m, whole, True, warps)
+        return TileConfig(block_m, whole, True, warps, reload=reload)
     if whole in _FWD_ROWS:
         block_m, warps = _FWD_ROWS[whole]
         return TileConfig(block_m, whole, True, warps)
-    if whole <= _MAX_ONE_TILE_FWD:
-        block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
-        # 32 warps only where the row needs them to stay in registers (32768: 61 registers).
-        return TileConfig(block_m, whole, True, _num_warps(block_m * whole, cap=32 if whole > 16384 else 16))
-    return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
+    block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
+    # 32 warps only where the row needs them to stay in registers (32768: 52 registers kept).
+    warps = _num_warps(block_m * whole, cap=32 if whole > 16384 else 16)
+    if reload and whole == _FWD_RELOAD_MIN and not layer_norm and (residual or element_size == 4):
+        warps = _FWD_RELOAD_4096_WIDE_WARPS
+    capped = reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual) and element_size == 2
+    return TileConfig(block_m, whole, True, warps, reload=reload, max_registers=_FWD_RELOAD_CAP if capped else 0)
 
 
 def fit_block_m(config: TileConfig, m: int) -> TileConfig:

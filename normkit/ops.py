@@ -188,8 +188,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), layer_norm=not is_rms_norm,
-                                                       element_size=x.element_size()), m)
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), residual=residual is not None,
+                                                       layer_norm=not is_rms_norm, element_size=x.element_size()), m)
     if config.split:
         raise ValueError("the forward does not split rows (config.py says why)")
     if config.prefetch or config.joined_sums or config.async_stages:
@@ -231,8 +231,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
             out.stride(0), _stride(residual_out, 0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, EVEN_ROWS=even,
-            STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
+            STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N, RELOAD=config.reload,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+            **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )
 
     with _device_guard(x.device):

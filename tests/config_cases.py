@@ -23,8 +23,8 @@ H200_SMS = 132
 # (8192 < N ≤ 16384). Enumerated for an H200 with plain (N,) weights and with 8 and 64 per-head
 # weights: together they reach every choice.
 GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS), (64, H200_SMS))
-# The fused-add backward (a dresidual_out to add) has tiles of its own at some widths: the
-# backward enumeration asks for both.
+# The fused add (the backward's dresidual_out, the forward's residual) has tiles of its own at some
+# widths: both enumerations ask for both.
 RESIDUAL_SCENARIOS = (False, True)
 # LayerNorm has tiles of its own at some widths, forward and backward: both enumerations ask for both.
 LAYER_NORM_SCENARIOS = (False, True)
@@ -57,11 +57,13 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
     pick = _picker()
     # (residual, layer_norm, element size, vector aligned): the backward's fused-add, LayerNorm and
-    # 4-byte tiles and its unstaged 2-byte ones, the forward's LayerNorm tiles (4-byte ones included)
+    # 4-byte tiles and its unstaged 2-byte ones, the forward's fused-add and LayerNorm tiles (4-byte
+    # ones included)
     variants = ((False, False, 2, True),) if interpret else (
         tuple(v for v in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
                                            VECTOR_ALIGNED_SCENARIOS) if v[2] == 2 or v[3]) if backward
-        else tuple((False, ln, size, True) for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
+        else tuple((residual, ln, size, True) for residual in RESIDUAL_SCENARIOS for ln in LAYER_NORM_SCENARIOS
+                   for size in ELEMENT_SIZE_SCENARIOS))
     for heads, sms in scenarios:
         for residual, layer_norm, element_size, aligned in variants:
             for n in range(1, n_max + 1):
@@ -77,7 +79,9 @@ def describe(config: cfg.TileConfig) -> str:
             f"stages={config.num_stages} programs/SM={config.programs_per_sm}"
             + (" prefetch" if getattr(config, "prefetch", False) else "")
             + (" joined" if getattr(config, "joined_sums", False) else "")
-            + (f" async{config.async_stages}" if getattr(config, "async_stages", 0) else ""))
+            + (f" async{config.async_stages}" if getattr(config, "async_stages", 0) else "")
+            + (" reload" if getattr(config, "reload", False) else "")
+            + (f" maxnreg={config.max_registers}" if getattr(config, "max_registers", 0) else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +104,8 @@ class ConfigProblem:
         mode += "pf" if getattr(self.config, "prefetch", False) else ""
         mode += "j" if getattr(self.config, "joined_sums", False) else ""
         mode += f"s{self.config.async_stages}" if getattr(self.config, "async_stages", 0) else ""
+        mode += "r" if getattr(self.config, "reload", False) else ""
+        mode += f"c{self.config.max_registers}" if getattr(self.config, "max_registers", 0) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 
@@ -152,7 +158,7 @@ def coverage_lines(interpret: bool = False) -> List[str]:
     for backward in (False, True):
         configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
         gpu = ("GPU, H200 (132 SMs), heads 1 and 8, with and without a residual, 2- and 4-byte elements" if backward
-               else "GPU, RMSNorm and LayerNorm")
+               else "GPU, RMSNorm, the fused add and LayerNorm, 2- and 4-byte elements")
         where = "interpreter" if interpret else gpu
         lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")
         for config, (lo, hi) in sorted(configs.items(), key=lambda item: item[1]):

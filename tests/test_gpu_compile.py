@@ -24,8 +24,10 @@ def test_every_kernel_family_compiles_for_sm90():
     # split-row, prefetching and split + prefetching backward (saved/recomputed) = 18; mixed dtypes with
     # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher; the
     # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
-    # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6
-    assert out.stdout.count("ok    ") == 56 and "FAIL" not in out.stdout, out.stdout
+    # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6; their
+    # forward re-reading the row for y = 3
+    assert out.stdout.count("ok    ") == 59 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" reload ") == 3, out.stdout
     assert out.stdout.count(" async-stages ") == 6, out.stdout
     assert out.stdout.count(" pdl") == 2 and out.stdout.count(" joined-sums ") == 6, out.stdout
     assert out.stdout.count(" split ") == 12 and out.stdout.count(" split prefetch ") == 6, out.stdout
@@ -47,3 +49,27 @@ def test_heuristic_tiles_as_launched_do_not_spill():
         lines = [line for line in out.stdout.splitlines() if line.startswith(kind)]
         assert len(lines) == 6, out.stdout
         assert all(" 0 B spilled" in line for line in lines), out.stdout
+
+
+def test_forward_l2_hints_as_compiled():
+    """The forward's L2 policies reach the PTX (sm_90): RMSNorm's column tiles keep the statistics
+    pass's reads (evict_last) and drop the output pass's (evict_first); LayerNorm's column tiles
+    keep the default; a whole row re-read for y (RELOAD) asks for both; one kept in registers
+    (STREAM) only evict_first."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    script = (
+        "import sys; sys.path.insert(0, 'tools')\n"
+        "import triton.language as tl, compile_check as cc\n"
+        "from normkit.kernels import norm_fwd_kernel\n"
+        "for rms, one, reload, stream in ((1, 0, 0, 0), (0, 0, 0, 0), (1, 1, 1, 0), (0, 1, 1, 0), (1, 1, 0, 1)):\n"
+        "    ptx = cc.compile_ptx(norm_fwd_kernel, 'bf16', dict(cc.FWD_POINTERS), dict(BLOCK_M=1, BLOCK_N=4096,\n"
+        "        ONE_TILE=bool(one), IS_RMS_NORM=bool(rms), HAS_WEIGHT=True, HAS_BIAS=False, HAS_RESIDUAL=False,\n"
+        "        STORE_RESIDUAL_OUT=False, STORE_STATS=True, COMPUTE_DTYPE=tl.float32, X_HAT_DTYPE=tl.float32,\n"
+        "        RELOAD=bool(reload), STREAM=bool(stream)), 8)\n"
+        "    print(rms, one, reload, stream, 'evict_last' in ptx, 'evict_first' in ptx)\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.split("\n")[:5] == ["1 0 0 0 True True", "0 0 0 0 False False", "1 1 1 0 True True",
+                                          "0 1 1 0 True True", "1 1 0 1 False True"], out.stdout

@@ -474,3 +474,69 @@ def test_forward_adds_the_weight_offset_only_where_it_can_be_nonzero(device, mon
         y_ref = reference.norm_fwd(x.double().cpu(), w.double().cpu(), None if b is None else b.double().cpu(),
                                    eps=1e-5, is_rms_norm=rms, weight_offset=offset)[0]
         assert_matches(out, y_ref, torch.float32, "y")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypatch):
+    """A whole-row tile that reads the row again for y (TileConfig.reload → RELOAD) computes the
+    same values as the one keeping it in registers, bit for bit: y, residual_out, mean and rstd, for
+    RMSNorm (with a weight offset), LayerNorm, the fused add and per-head weights; y against
+    float64. The register cap (max_registers) reaches the launch as Triton's maxnreg."""
+    from normkit import reference
+
+    seen = []
+    real = ops.launch
+    monkeypatch.setattr(ops, "launch", lambda fn, grid, *a, **k: seen.append((k.get("RELOAD"), k.get("maxnreg")))
+                        or real(fn, grid, *a, **k))
+    m, n, heads = 6, 96, 3
+    for rms, residual, per_head in ((True, False, False), (False, False, False), (True, True, False),
+                                    (False, True, True), (True, False, True)):
+        x, w, _ = make_inputs(m, n, dtype, device, seed=n + 2 * rms + residual)
+        if per_head:
+            w = torch.randn(heads, n, dtype=torch.float32).to(device=device, dtype=dtype)
+        b = None if rms else torch.randn(w.shape, dtype=torch.float32).to(device=device, dtype=dtype)
+        res = torch.randn(m, n, dtype=torch.float32).to(device=device, dtype=dtype) if residual else None
+        offset = 0.5 if rms else 0.0
+        runs = []
+        for config in (cfg.TileConfig(2, 128, True, 4), cfg.TileConfig(2, 128, True, 4, reload=True, max_registers=32)):
+            out = torch.full_like(x, float("nan"))
+            res_out = torch.full_like(x, float("nan")) if residual else None
+            mean, rstd = torch.full((m,), float("nan"), device=device), torch.full((m,), float("nan"), device=device)
+            seen.clear()
+            ops.launch_fwd(x, out, weight=w, bias=b, residual=res, residual_out=res_out, mean=None if rms else mean,
+                           rstd=rstd, eps=1e-5, weight_offset=offset, is_rms_norm=rms, config=config)
+            assert seen == [(True, 32) if config.reload else (False, None)]
+            runs.append((out, res_out, mean, rstd))
+        for kept, reread in zip(*runs):
+            assert kept is None or torch.equal(kept, reread) or (kept.isnan() & reread.isnan()).all(), (rms, residual)
+        h = x.double().cpu() + (res.double().cpu() if residual else 0)
+        w_rows = w.double().cpu().repeat(m // heads, 1) if per_head else w.double().cpu()
+        b_rows = None if b is None else (b.double().cpu().repeat(m // heads, 1) if per_head else b.double().cpu())
+        y_ref = reference.norm_fwd(h, w_rows, b_rows, eps=1e-5, is_rms_norm=rms, weight_offset=offset)[0]
+        assert_matches(runs[1][0], y_ref, dtype, "y (reload)")
+
+
+def test_forward_reloads_rows_of_4096_and_wider():
+    """The GPU heuristic (runs ZZM / ZZN): whole rows of 4096 … 32768 are read again for y, except
+    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile) and its rows of 32768; RMSNorm's 16 KB rows of
+    4096 (the fused add's, fp32) on 16 warps; only plain 2-byte RMSNorm rows of ≥ 16384 under a
+    32-register cap. Narrower rows, column tiles and the interpreter never reload."""
+    for n, residual, layer_norm, size in itertools.product((1000, 2048, 3000, 4096, 8192, 16384, 32768, 40000),
+                                                           (False, True), (False, True), (2, 4)):
+        config = cfg.tile_config(n, False, False, residual=residual, layer_norm=layer_norm, element_size=size)
+        whole = cfg.next_power_of_2(n)
+        reload = 4096 <= whole <= 32768 and not (layer_norm and (whole == 32768 or (size == 4 and whole == 4096)))
+        assert config.reload == reload, (n, residual, layer_norm, size, config)
+        assert config.one_tile == (whole <= 32768)
+        capped = reload and whole >= 16384 and not (layer_norm or residual) and size == 2
+        assert config.max_registers == (32 if capped else 0), (n, residual, layer_norm, size, config)
+        if reload and whole == 4096 and not layer_norm:
+            assert config.num_warps == (16 if residual or size == 4 else 8), config
+        assert not cfg.tile_config(n, False, True, residual=residual, layer_norm=layer_norm, element_size=size).reload
+
+
+def test_reload_and_register_cap_are_checked():
+    with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile: it needs one_tile=True"):
+        cfg.TileConfig(1, 1024, False, reload=True)
+    with pytest.raises(ValueError, match="max_registers is 0 .no cap. or ptxas' register cap, got -1"):
+        cfg.TileConfig(1, 1024, True, max_registers=-1)

@@ -255,8 +255,8 @@ def test_public_api_matches_float64(case):
     if m:  # what ops.launch_fwd / launch_bwd picked
         heads = c["param_shape"][0] if c["heads"] else 1
         heuristics = "interpreter" if interpret() else "gpu"
-        record(False, cfg.tile_config(shape[-1], False, interpret(), layer_norm=not c["rms"],
-                                      element_size=x.element_size()), heuristics)
+        record(False, cfg.tile_config(shape[-1], False, interpret(), residual=c["residual"] is not None,
+                                      layer_norm=not c["rms"], element_size=x.element_size()), heuristics)
         # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
                                      multiprocessors=ops.multiprocessor_count(x.device),
@@ -405,8 +405,8 @@ def test_launchers_write_every_element(case):
         check(dbias, ref["grads"][2], bias.dtype, "dbias", ref["scales"][2])
     if m and config is None:  # what the launchers picked (with the SM count patched above)
         heuristics = "interpreter" if interpret() else "gpu"
-        record(False, cfg.tile_config(n, False, interpret(), layer_norm=not c["rms"], element_size=x.element_size()),
-               heuristics)
+        record(False, cfg.tile_config(n, False, interpret(), residual=c["residual"] is not None,
+                                      layer_norm=not c["rms"], element_size=x.element_size()), heuristics)
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
                                      residual=dres is not None, layer_norm=not c["rms"],
                                      element_size=x.element_size(),

@@ -1,6 +1,7 @@
 """The development tools the device runs depend on still run: tools/launch_tile.py (the target a
 profiler attaches to) launches a forced tile and checks its dx against the heuristic's, here
-through the interpreter on a tiny problem; a malformed --tile is refused with a message."""
+through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
+sweep's and ptx_stats' tile specs parse into the TileConfig they name."""
 
 import importlib.util
 import pathlib
@@ -10,11 +11,15 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _launch_tile():
-    spec = importlib.util.spec_from_file_location("launch_tile", ROOT / "tools" / "launch_tile.py")
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _launch_tile():
+    return _tool("launch_tile")
 
 
 @pytest.mark.parametrize("family", ["rms", "fused_add", "layer_norm"])
@@ -29,3 +34,19 @@ def test_launch_tile_runs_a_forced_joined_tile(family, capsys):
 def test_launch_tile_refuses_a_malformed_tile(capsys):
     assert _launch_tile().main(["--shape", "9x300", "--tile", "2,512"]) == 2
     assert "expected block_m,block_n,num_warps,programs_per_sm (four integers), got '2,512'" in capsys.readouterr().err
+
+
+def test_tile_specs_of_the_sweep_and_ptx_stats():
+    from normkit import config as cfg
+
+    parse = _tool("tune").parse_config
+    assert parse("1x8192:16") == cfg.TileConfig(1, 8192, True, 16)
+    assert parse("1x8192:16:col") == cfg.TileConfig(1, 8192, False, 16)
+    assert parse("1x32768:32:reload:r32") == cfg.TileConfig(1, 32768, True, 32, reload=True, max_registers=32)
+    with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile"):
+        parse("1x8192:16:col:reload")
+    tile = _tool("ptx_stats").parse_tile
+    assert tile("1x2048w4pj") == cfg.TileConfig(1, 2048, True, 4, prefetch=True, joined_sums=True)
+    assert tile("1x8192w16c") == cfg.TileConfig(1, 8192, False, 16)
+    assert tile("16x128w1s3") == cfg.TileConfig(16, 128, True, 1, async_stages=3)
+    assert tile("1x8192w8pS") == cfg.TileConfig(1, 8192, True, 8, prefetch=True, split=True)

@@ -59,9 +59,15 @@ def launch_specialisation(kernel, signature, constexprs):
     return constexprs, attrs
 
 
-def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=False) -> str:
+def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=False, num_stages=3) -> str:
     """PTX for sm_90 (optionally with the launch's specialisation, `launch_specialisation`).
     Constexprs with a default that `constexprs` leaves out take it (as a launch without them)."""
+    return compile_sm90(kernel, dtype, pointers, constexprs, num_warps, as_launched, num_stages).asm["ptx"]
+
+
+def compile_sm90(kernel, dtype, pointers, constexprs, num_warps, as_launched=False, num_stages=3, max_registers=0):
+    """The compiled kernel (`compile_ptx`'s; its .metadata.shared: the shared memory it asks for);
+    max_registers: ptxas' cap (Triton's maxnreg, a TileConfig's max_registers), 0 for none."""
     constexprs = {**{p.name: p.default for p in kernel.params if p.is_constexpr and p.has_default}, **constexprs}
     signature = _signature(kernel, dtype, pointers, constexprs)
     attrs = None
@@ -69,7 +75,10 @@ def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=Fals
         constexprs, attrs = launch_specialisation(kernel, signature, constexprs)
         signature = _signature(kernel, dtype, pointers, constexprs)
     src = ASTSource(kernel, signature, constexprs, attrs)
-    return triton.compile(src, target=TARGET, options={"num_warps": num_warps}).asm["ptx"]
+    options = {"num_warps": num_warps, "num_stages": num_stages}
+    if max_registers:
+        options["maxnreg"] = max_registers
+    return triton.compile(src, target=TARGET, options=options)
 
 
 def ptxas_resources(ptx: str):
@@ -111,6 +120,10 @@ def cases():
         yield (f"fwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                     STORE_STATS=True), 8)
+        if one_tile:  # y from the row read again (RELOAD: config._FWD_RELOAD_MIN)
+            yield (f"fwd {dtype} reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+                   dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
+                        STORE_STATS=True, RELOAD=True), 8)
         pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in BWD_POINTERS.items()}
         for recompute in (False, True):
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",

@@ -35,7 +35,8 @@ def constexprs(kind, family, config, dtype):
         # as ops launches them: the offset add for RMSNorm only, LayerNorm unmasked (EVEN_ROWS: full tiles)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
                  EVEN_ROWS=not rms,
-                 STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N)
+                 STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
+                 RELOAD=config.reload)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:
@@ -55,13 +56,14 @@ def constexprs(kind, family, config, dtype):
 
 def parse_tile(text):
     """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums); a suffix "s3"
-    stages the row loop's loads 3 deep in shared memory (async_stages)."""
+    stages the row loop's loads 3 deep in shared memory (async_stages); "c": the column path
+    (one_tile False: statistics first, then the row read again); "S": a split-row part (backward)."""
     text, _, stages = text.partition("s")
     rows, rest = text.split("x")
     width, rest = rest.split("w")
-    warps = rest.rstrip("pj")
-    return cfg.TileConfig(int(rows), int(width), True, int(warps), prefetch="p" in rest, joined_sums="j" in rest,
-                          async_stages=int(stages or 0))
+    warps = rest.rstrip("pjcS")
+    return cfg.TileConfig(int(rows), int(width), "c" not in rest, int(warps), prefetch="p" in rest,
+                          joined_sums="j" in rest, async_stages=int(stages or 0), split="S" in rest)
 
 
 def main() -> int:
@@ -73,8 +75,9 @@ def main() -> int:
     p.add_argument("--families", default="rms,fused_add,layer_norm")
     p.add_argument("--widths", default="1024,2048,4096,8192")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
-    p.add_argument("--tile", help="backward: this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j] "
-                                  "(p: prefetch, j: joined sums, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
+    p.add_argument("--tile", help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
+                                  "j: joined sums, c: column path, S: split-row part, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
+    p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
     p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
     args = p.parse_args()
     extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
@@ -85,14 +88,19 @@ def main() -> int:
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
                 layer_norm=family == "layer_norm", element_size=4 if args.dtype == "fp32" else 2)
-            ptx = cc.compile_ptx(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype), **extra},
-                                 config.num_warps, as_launched=True)
+            compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype),
+                                                                        **extra}, config.num_warps, True, args.num_stages,
+                                       config.max_registers)
+            ptx = compiled.asm["ptx"]
             regs, spill = cc.ptxas_resources(ptx)
+            shared = compiled.metadata.shared
             print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
                   f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}"
-                  f"{f' async {config.async_stages} stages' if config.async_stages else ''}: "
+                  f"{f' async {config.async_stages} stages' if config.async_stages else ''}"
+                  f"{' reload' if config.reload else ''}{f' cap {config.max_registers}' if config.max_registers else ''}: "
                   f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
-                  f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync", flush=True)
+                  f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync, "
+                  f"{ptx.count('cp.async.cg') + ptx.count('cp.async.ca')} cp.async, {shared} B shared", flush=True)
     return 0
 
 

@@ -52,6 +52,17 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
     return list(dict.fromkeys(out))
 
 
+def parse_config(spec):
+    """A --config spec BLOCK_MxBLOCK_N:WARPS[:col][:reload][:rK] as a TileConfig (":col": one_tile=False,
+    the column path even where BLOCK_N covers the row; ":reload": the whole-row tile re-reading the row
+    for y; ":rK": max_registers K)."""
+    tile, warps, *flags = spec.split(":")
+    block_m, block_n = map(int, tile.split("x"))
+    cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
+    return cfg.TileConfig(block_m, block_n, "col" not in flags, int(warps), reload="reload" in flags,
+                          max_registers=cap)
+
+
 def split_candidates(n):
     """Split rows (backward): part width × rows × warps; always one program per SM (residency)."""
     out = []
@@ -109,6 +120,10 @@ def main():
                         "(LayerNorm only: the kernel ignores it for RMSNorm)")
     p.add_argument("--async-stages", help="backward, whole-row tiles (not split): also try each plain tile with its "
                                           "row loop's loads staged in shared memory this deep, e.g. 2,3,4 (async_stages)")
+    p.add_argument("--config", action="append", default=[],
+                   help="time only these tiles (repeatable): BLOCK_MxBLOCK_N:WARPS, with :col for the "
+                        "column path (the row read twice, the second time from L2), :reload for a whole row "
+                        "read again for y, :rK for ptxas' register cap K, e.g. 1x8192:16:col, 1x32768:32:reload:r32")
     p.add_argument("--each", action="store_true", help="print every config's time as it is measured (a sweep cut "
                                                        "short by a time limit still reports)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
@@ -180,6 +195,8 @@ def main():
             configs += [(dataclasses.replace(c, async_stages=int(k)), pp) for c, pp in configs
                         if c.one_tile and not c.split and not c.prefetch and not c.async_stages
                         for k in args.async_stages.split(",")]
+        if args.config:
+            configs = [(parse_config(spec), 1) for spec in args.config]
         configs.insert(0, (default, default.programs_per_sm))
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)
