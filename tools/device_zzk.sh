@@ -8,7 +8,10 @@
 #  - GPU 1: docs/experiments/forward-rms-8192-no-evict.patch — RMSNorm rows of 8192 without L2
 #    evict_first (34 → 32 registers, 3 → 4 programs an SM). Prediction: ±1 µs at 16384×8192.
 # Land a patch (`git apply`) only if it wins its A/B; then re-run the CPU tests (both pass them).
-# Outcome: (filled in after the run)
+# Outcome (run ZZK, 3 rounds, medians, µs): neither lands. Weight before x̂: RMSNorm bf16 16384×4096
+# fwd 67.3 → 67.1 (−0.3, inside the spread; predicted −0.5 to −1.5), ×2048 +0.1, fp16 ×4096 −0.6,
+# fp32 +0.4 / +0.7, controls ±0.7. RMSNorm 8192 without evict_first: 16384×8192 131.1 → 132.8
+# (+1.7), 32768×8192 +0.5 — evict_first stays.
 source tools/device_env.sh
 build() {  # NAME [PATCH]: main's normkit (+ PATCH) in /tmp/ab/NAME
   mkdir -p /tmp/ab/$1 && cp -r normkit pyproject.toml /tmp/ab/$1/
