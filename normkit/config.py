@@ -18,7 +18,7 @@ class TileConfig:
 
     block_m: int  # rows per tile
     block_n: int  # columns per tile (a power of two)
-    one_tile: bool  # the whole row fits in one tile and stays in registers
+    one_tile: bool  # the whole row fits in one tile and stays in registers (forward: unless reload)
     num_warps: int = 4
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
     num_stages: int = 3  # Triton's launch option (its default); it pipelines none of these loops by itself:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Device run ZZR (prepared in session 13 for the next session, nvidia-h200, ~4 min): issue #4's
+# families on wide rows, where they sit far below 90 % of copy (run ZZO, bf16, µs): LayerNorm
+# 4096×65536 forward 447-450 (57 %), backward 813 (47 %); 2048×131072 482 / 821 (53 / 47 %); the
+# fused add 4096×65536 724-739 / 716-719 (70 / 72 %). Counted (tools/ptx_stats.py --kind bwd
+# --widths 65536 --tile 1x8192w8pS etc., sm_90): every family's split part is 1 × 8192 on 8 warps
+# with prefetch, 255 registers; spills RMSNorm 16 B, fused add 20 B, LayerNorm 68 B (22 barriers
+# against 14). Without prefetch LayerNorm spills 4 B; 1 × 4096 on 8 warps 167-187 registers, no spill.
+# 1) the split-row backward sweep for LayerNorm and the fused add (tools/tune.py --split only: parts
+#    of 2048-16384 columns, 1-4 rows, 8-32 warps, with and without prefetch);
+# 2) LayerNorm's forward on rows of 32768 (no re-read: ±1.5 in run ZZN) and 65536: column tiles
+#    of 8192-16384 on 16-32 warps against the heuristic's.
+# Prediction: a LayerNorm split part without prefetch or of 4096 columns −10 to −25 % at 65536 (the
+# spills and the barriers); forward column tiles ±5 %.
+# Outcome: (filled in after the run)
+source tools/device_env.sh
+t() { timeout 150 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|^    |MISMATCH|Error"; }
+t --kind bwd --family layer_norm --shapes 4096x65536,2048x131072 --split only --ppsm 1
+t --kind bwd --family fused_add --shapes 4096x65536 --split only --ppsm 1
+t --kind fwd --family layer_norm --shapes 8192x32768,4096x65536 --config 1x16384:32:col --config 1x8192:16:col \
+    --config 1x8192:32:col --config 2x8192:32:col --config 1x32768:32:col
