@@ -10,8 +10,11 @@
 #    of 2048-16384 columns, 1-4 rows, 8-32 warps, with and without prefetch);
 # 2) LayerNorm's forward on rows of 32768 (no re-read: ±1.5 in run ZZN) and 65536: column tiles
 #    of 8192-16384 on 16-32 warps against the heuristic's.
+# 3) docs/experiments/forward-column-stages.patch (the column tiles' statistics pass staged in
+#    shared memory), applied to a copy of main: its tiles swept through tools/tune.py from there.
 # Prediction: a LayerNorm split part without prefetch or of 4096 columns −10 to −25 % at 65536 (the
-# spills and the barriers); forward column tiles ±5 %.
+# spills and the barriers); forward column tiles ±5 %; staged column tiles −10 to −25 % for the fused
+# add and LayerNorm where their programs an SM hold (the patch's header), RMSNorm ±3 %.
 # Outcome: (filled in after the run)
 source tools/device_env.sh
 t() { timeout 150 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|^    |MISMATCH|Error"; }
@@ -19,3 +22,12 @@ t --kind bwd --family layer_norm --shapes 4096x65536,2048x131072 --split only --
 t --kind bwd --family fused_add --shapes 4096x65536 --split only --ppsm 1
 t --kind fwd --family layer_norm --shapes 8192x32768,4096x65536 --config 1x16384:32:col --config 1x8192:16:col \
     --config 1x8192:32:col --config 2x8192:32:col --config 1x32768:32:col
+mkdir -p /tmp/ab/colst && cp -r normkit tools pyproject.toml /tmp/ab/colst/ && \
+  (cd /tmp/ab/colst && git apply "$OLDPWD/docs/experiments/forward-column-stages.patch") || echo "patch failed"
+staged() { (cd /tmp/ab/colst && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 tools/tune.py "$@" 2>&1 \
+  | grep -E "each|heuristic|MISMATCH|Error"); }
+for fam in rms fused_add layer_norm; do
+  staged --kind fwd --family $fam --shapes 4096x65536,2048x131072 --each --config 1x16384:32:col \
+      --config 1x16384:32:col:s2 --config 1x8192:16:col:s2 --config 1x8192:16:col:s3 --config 1x4096:16:col:s3
+done
+pack_logs
