@@ -8,8 +8,8 @@
 # against 14). Without prefetch LayerNorm spills 4 B; 1 × 4096 on 8 warps 167-187 registers, no spill.
 # 1) the split-row backward sweep for LayerNorm and the fused add (tools/tune.py --split only: parts
 #    of 2048-16384 columns, 1-4 rows, 8-32 warps, with and without prefetch);
-# 2) LayerNorm's forward on rows of 32768 (no re-read: ±1.5 in run ZZN) and 65536: column tiles
-#    of 8192-16384 on 16-32 warps against the heuristic's.
+# 2) LayerNorm's and the fused add's forward on rows of 32768 (LayerNorm not re-read: ±1.5 in run
+#    ZZN) and 65536: column tiles of 4096-16384 on 16-32 warps against the heuristic's.
 # 3) docs/experiments/forward-column-stages.patch (the column tiles' statistics pass staged in
 #    shared memory), applied to a copy of main: its tiles swept through tools/tune.py from there.
 # Prediction: a LayerNorm split part without prefetch or of 4096 columns −10 to −25 % at 65536 (the
@@ -20,8 +20,10 @@ source tools/device_env.sh
 t() { timeout 150 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|^    |MISMATCH|Error"; }
 t --kind bwd --family layer_norm --shapes 4096x65536,2048x131072 --split only --ppsm 1
 t --kind bwd --family fused_add --shapes 4096x65536 --split only --ppsm 1
-t --kind fwd --family layer_norm --shapes 8192x32768,4096x65536 --config 1x16384:32:col --config 1x8192:16:col \
-    --config 1x8192:32:col --config 2x8192:32:col --config 1x32768:32:col
+for fam in layer_norm fused_add; do
+  t --kind fwd --family $fam --shapes 8192x32768,4096x65536 --each --config 1x16384:32:col --config 1x8192:16:col \
+      --config 1x8192:32:col --config 2x8192:32:col --config 1x4096:16:col
+done
 mkdir -p /tmp/ab/colst && cp -r normkit tools pyproject.toml /tmp/ab/colst/ && \
   (cd /tmp/ab/colst && git apply "$OLDPWD/docs/experiments/forward-column-stages.patch") || echo "patch failed"
 staged() { (cd /tmp/ab/colst && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 tools/tune.py "$@" 2>&1 \
