@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device run ZZR (prepared in session 13 for the next session, nvidia-h200, ~4 min): issue #4's
+# Device run ZZR (prepared in session 13 for the next session, nvidia-h200-x2, ~5 min: parts 1-2 on GPU 0,
+# 3-4 on GPU 1): issue #4's
 # families on wide rows, where they sit far below 90 % of copy (run ZZO, bf16, µs): LayerNorm
 # 4096×65536 forward 447-450 (57 %), backward 813 (47 %); 2048×131072 482 / 821 (53 / 47 %); the
 # fused add 4096×65536 724-739 / 716-719 (70 / 72 %). Counted (tools/ptx_stats.py --kind bwd
@@ -12,24 +13,46 @@
 #    ZZN) and 65536: column tiles of 4096-16384 on 16-32 warps against the heuristic's.
 # 3) docs/experiments/forward-column-stages.patch (the column tiles' statistics pass staged in
 #    shared memory), applied to a copy of main: its tiles swept through tools/tune.py from there.
+# 4) docs/experiments/forward-split-rows.patch's split forward tiles (part 4 below).
 # Prediction: a LayerNorm split part without prefetch or of 4096 columns −10 to −25 % at 65536 (the
 # spills and the barriers); forward column tiles ±5 %; staged column tiles −10 to −25 % for the fused
 # add and LayerNorm where their programs an SM hold (the patch's header), RMSNorm ±3 %.
 # Outcome: (filled in after the run)
 source tools/device_env.sh
 t() { timeout 150 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|^    |MISMATCH|Error"; }
-t --kind bwd --family layer_norm --shapes 4096x65536,2048x131072 --split only --ppsm 1
-t --kind bwd --family fused_add --shapes 4096x65536 --split only --ppsm 1
-for fam in layer_norm fused_add; do
-  t --kind fwd --family $fam --shapes 8192x32768,4096x65536 --each --config 1x16384:32:col --config 1x8192:16:col \
-      --config 1x8192:32:col --config 2x8192:32:col --config 1x4096:16:col
-done
-mkdir -p /tmp/ab/colst && cp -r normkit tools pyproject.toml /tmp/ab/colst/ && \
-  (cd /tmp/ab/colst && git apply "$OLDPWD/docs/experiments/forward-column-stages.patch") || echo "patch failed"
-staged() { (cd /tmp/ab/colst && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 tools/tune.py "$@" 2>&1 \
-  | grep -E "each|heuristic|MISMATCH|Error"); }
-for fam in rms fused_add layer_norm; do
-  staged --kind fwd --family $fam --shapes 4096x65536,2048x131072 --each --config 1x16384:32:col \
-      --config 1x16384:32:col:s2 --config 1x8192:16:col:s2 --config 1x8192:16:col:s3 --config 1x4096:16:col:s3
-done
+in_copy() {  # DIR PATCH: main's normkit and tools in /tmp/ab/DIR with PATCH applied
+  mkdir -p "/tmp/ab/$1" && cp -r normkit tools pyproject.toml "/tmp/ab/$1/" && \
+    (cd "/tmp/ab/$1" && git apply --include="normkit/*" --include="tools/*" "$OLDPWD/$2") || echo "patch $2 failed"
+}
+sweep_in() {  # DIR TUNE_ARGS...: tools/tune.py of the patched copy, its normkit
+  local dir=$1; shift
+  (cd "/tmp/ab/$dir" && PYTHONPATH=/tmp/site:$PWD timeout 150 python3 tools/tune.py "$@" 2>&1 \
+    | grep -E "each|heuristic|MISMATCH|Error")
+}
+in_copy colst docs/experiments/forward-column-stages.patch
+in_copy splitf docs/experiments/forward-split-rows.patch
+(
+  export CUDA_VISIBLE_DEVICES=0
+  echo "== 1) split-part backward sweeps"
+  t --kind bwd --family layer_norm --shapes 4096x65536,2048x131072 --split only --ppsm 1
+  t --kind bwd --family fused_add --shapes 4096x65536 --split only --ppsm 1
+  echo "== 2) forward column tiles"
+  for fam in layer_norm fused_add; do
+    t --kind fwd --family $fam --shapes 8192x32768,4096x65536 --each --config 1x16384:32:col --config 1x8192:16:col \
+        --config 1x8192:32:col --config 2x8192:32:col --config 1x4096:16:col
+  done
+) > "$L/gpu0.log" 2>&1 &
+(
+  export CUDA_VISIBLE_DEVICES=1
+  for fam in rms fused_add layer_norm; do
+    echo "== 3) staged column tiles, $fam"
+    sweep_in colst --kind fwd --family $fam --shapes 4096x65536,2048x131072 --each --config 1x16384:32:col \
+        --config 1x16384:32:col:s2 --config 1x8192:16:col:s2 --config 1x8192:16:col:s3 --config 1x4096:16:col:s3
+    echo "== 4) split forward, $fam"
+    sweep_in splitf --kind fwd --family $fam --shapes 4096x65536,2048x131072 --each --config 1x4096:8:split:p4 \
+        --config 1x4096:8:split:p2 --config 1x8192:16:split:p2 --config 1x8192:8:split:p2 --config 1x16384:16:split
+  done
+) > "$L/gpu1.log" 2>&1 &
+wait
+cat "$L/gpu0.log" "$L/gpu1.log"
 pack_logs
