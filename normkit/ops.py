@@ -208,8 +208,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     # ZZD (A/B, 3 rounds, bf16, µs): LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192
     # 133.8 → 133.0; RMSNorm ×2048 35.2 → 34.1, ×4096 68.1 → 67.8 — but the fused add ×4096 134.6 →
     # 135.7, and run ZZF (A/B, 2 rounds) short rows: LayerNorm 524288×128 68.1 → 71.1, RMSNorm
-    # 66.8 → 68.1, ×256 +0.3 / +0.6. Those (and column tiles, which re-read x from L2) keep the
-    # default policy; 1024 was not measured.
+    # 66.8 → 68.1, ×256 +0.3 / +0.6. Those keep the default policy; 1024 was not measured. Since
+    # session 13 the rows that re-read x for y (TileConfig.reload: most whole rows of ≥ 4096) and
+    # RMSNorm's column tiles set their own (evict_last, then evict_first): STREAM is left to rows of
+    # 2048 and the whole rows that are not re-read.
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
     if x.dtype == torch.float64 and interpret():
         # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
