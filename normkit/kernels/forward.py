@@ -111,8 +111,10 @@ def norm_fwd_kernel(
     # ---- statistics
     if ONE_TILE:
         mask = row_mask[:, None] & ((cols < N) | EVEN_ROWS)[None, :]
-        h = _load_h(X, RESIDUAL, x_rows + cols[None, :] * stride_x_col, res_rows + cols[None, :] * stride_res_col,
-                    mask, HAS_RESIDUAL, COMPUTE_DTYPE, "evict_last" if RELOAD else EVICTION)
+        x_offs = x_rows + cols[None, :] * stride_x_col
+        res_offs = res_rows + cols[None, :] * stride_res_col
+        h = _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL, COMPUTE_DTYPE,
+                    "evict_last" if RELOAD else EVICTION)
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + res_out_rows + cols[None, :], h, mask=mask, eviction_policy=EVICTION)
         if IS_RMS_NORM:
@@ -144,8 +146,7 @@ def norm_fwd_kernel(
     # ---- output
     if ONE_TILE:
         if RELOAD:  # the row again (the same values: h rounds nowhere), so it need not stay live
-            centered = _load_h(X, RESIDUAL, x_rows + cols[None, :] * stride_x_col,
-                               res_rows + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE,
+            centered = _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL, COMPUTE_DTYPE,
                                "evict_first") - mean[:, None]
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
                     HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
