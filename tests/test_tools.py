@@ -18,13 +18,9 @@ def _tool(name):
     return module
 
 
-def _launch_tile():
-    return _tool("launch_tile")
-
-
 @pytest.mark.parametrize("family", ["rms", "fused_add", "layer_norm"])
 def test_launch_tile_runs_a_forced_joined_tile(family, capsys):
-    rc = _launch_tile().main(["--family", family, "--shape", "9x300", "--tile", "2,512,4,1", "--joined",
+    rc = _tool("launch_tile").main(["--family", family, "--shape", "9x300", "--tile", "2,512,4,1", "--joined",
                               "--launches", "1"])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -32,7 +28,7 @@ def test_launch_tile_runs_a_forced_joined_tile(family, capsys):
 
 
 def test_launch_tile_refuses_a_malformed_tile(capsys):
-    assert _launch_tile().main(["--shape", "9x300", "--tile", "2,512"]) == 2
+    assert _tool("launch_tile").main(["--shape", "9x300", "--tile", "2,512"]) == 2
     assert "expected block_m,block_n,num_warps,programs_per_sm (four integers), got '2,512'" in capsys.readouterr().err
 
 
@@ -45,6 +41,10 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert parse("1x32768:32:reload:r32") == cfg.TileConfig(1, 32768, True, 32, reload=True, max_registers=32)
     with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile"):
         parse("1x8192:16:col:reload")
+    with pytest.raises(ValueError, match=r"--config flags are col, reload and rK .* got \['reloda'\]"):
+        parse("1x8192:16:reloda")  # a misspelt flag must not time another tile silently
+    with pytest.raises(ValueError, match="--config expects BLOCK_MxBLOCK_N:WARPS"):
+        parse("1x8192")
     tile = _tool("ptx_stats").parse_tile
     assert tile("1x2048w4pj") == cfg.TileConfig(1, 2048, True, 4, prefetch=True, joined_sums=True)
     assert tile("1x8192w16c") == cfg.TileConfig(1, 8192, False, 16)

@@ -56,10 +56,17 @@ def parse_config(spec):
     """A --config spec BLOCK_MxBLOCK_N:WARPS[:col][:reload][:rK] as a TileConfig (":col": one_tile=False,
     the column path even where BLOCK_N covers the row; ":reload": the whole-row tile re-reading the row
     for y; ":rK": max_registers K)."""
-    tile, warps, *flags = spec.split(":")
-    block_m, block_n = map(int, tile.split("x"))
+    try:
+        tile, warps, *flags = spec.split(":")
+        block_m, block_n = map(int, tile.split("x"))
+        warps = int(warps)
+    except ValueError:
+        raise ValueError(f"--config expects BLOCK_MxBLOCK_N:WARPS[:flag...], e.g. 1x8192:16:col, got {spec!r}") from None
+    unknown = [f for f in flags if f not in ("col", "reload") and not (f[:1] == "r" and f[1:].isdigit())]
+    if unknown:
+        raise ValueError(f"--config flags are col, reload and rK (a register cap), got {unknown} in {spec!r}")
     cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
-    return cfg.TileConfig(block_m, block_n, "col" not in flags, int(warps), reload="reload" in flags,
+    return cfg.TileConfig(block_m, block_n, "col" not in flags, warps, reload="reload" in flags,
                           max_registers=cap)
 
 
