@@ -23,7 +23,8 @@ class TileConfig:
     programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
     num_stages: int = 3  # Triton's launch option (its default); it pipelines none of these loops by itself:
     # a loop is pipelined only when it carries num_stages (the backward's row loop: async_stages)
-    split: bool = False  # backward: each row cut into cdiv(N, block_n) parts, one (resident) program each
+    split: bool = False  # each row cut into cdiv(N, block_n) parts, one (resident) program each (backward;
+    # forward: the fused add's wide rows)
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
     joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
     # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
@@ -31,6 +32,8 @@ class TileConfig:
     # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
     reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers
     max_registers: int = 0  # forward: ptxas' register cap (Triton's maxnreg), 0 for none
+    column_stages: int = 0  # forward, column tiles: ≥ 2 stages the statistics pass's loads in shared
+    # memory (cp.async; COLUMN_STAGES), 0 leaves them in registers
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -44,6 +47,8 @@ class TileConfig:
             raise ValueError(f"async_stages is 0 (no pipeline) or a depth of 2 or more, got {self.async_stages}")
         if self.reload and not self.one_tile:
             raise ValueError(f"reload re-reads a whole row held in one tile: it needs one_tile=True, got {self}")
+        if self.column_stages and (self.one_tile or self.column_stages < 2):
+            raise ValueError(f"column_stages is 0 or a depth of 2 or more, for column tiles (one_tile=False), got {self}")
         if self.max_registers < 0:
             raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
         if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
@@ -70,6 +75,25 @@ _COLUMN_TILE_ROWS = 2
 # rows in flight at 65536 bf16 columns) ran 4096×65536 in 363 µs against 397 for 2 rows × 4096 on
 # 16 warps (run R, tools/tune.py --kind fwd; 16 warps: 396).
 _FWD_COLUMN_TILE = 16384
+# LayerNorm's column tiles (two dependent block reductions a tile: Chan's merge) wait for each
+# tile's loads; 8192-column tiles on 16 warps with the statistics pass's loads staged 3 deep in
+# shared memory (cp.async: column_stages) keep the next tiles' loads in flight meanwhile. Run ZZR
+# (tools/tune.py --kind fwd --config, bf16, µs): 4096×65536 384.3 against 441.2 for the 16384
+# tile unstaged (2 stages 425.4; 4096 columns 402.0), 2048×131072 402.9 against 497.5. Staging
+# did not help RMSNorm (4096×65536 381.8 against 309.0) nor the fused add (845.5 against 719.9).
+# The tile is 16 KB of x: fp32 4096 columns (run ZZS: 4096×65536 785.3 against 800.7 for the
+# unstaged 16384 and 858.3 for 8192 staged; fp64 2048 by analogy, not measured).
+# (block_m, tile bytes, num_warps, column_stages)
+_FWD_LAYER_NORM_COLUMNS = (1, 16384, 16, 3)
+# The fused add's rows wider than _MAX_ONE_TILE_FWD: split rows (kernels/forward.py's _split_rows,
+# the backward's pipelined exchange), each part's 4096 columns read once from HBM and once more
+# from L2, 4 programs an SM (ptxas: 48 registers, 5 fit). Run ZZR (tools/tune.py --config
+# 1x4096:8:split:p4, bf16, µs): 4096×65536 607.3 against 722.3 for the column tiles, 2048×131072
+# 613.3 against 818.9; 2 programs an SM 794.5 / 746.2. Not RMSNorm (375.4 against the column
+# tiles' 309.0) nor LayerNorm (523.3 against 444.0). A part is 8 KB of x: fp32 2048 columns (run
+# ZZS, fp32 4096×65536: 1203.4 against 1320.0 for 4096 and 1425.3 for the column tiles; fp64 1024
+# by analogy, not measured). (block_m, part bytes, num_warps, programs_per_sm)
+_FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
 # Backward, rows wider than _MAX_ONE_TILE_BWD on a GPU: split rows (kernels/backward.py), each
 # part a whole-row-like tile held in registers by its own program, the parts of a row exchanging
 # their partial sums. One program per SM keeps every program resident (the parts wait on each
@@ -89,7 +113,21 @@ _SPLIT_PART = 8192
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
-_NARROW_SPLIT = (2, 4096, 8)  # 8192 < N ≤ 16384: rows, part width, warps (prefetching parts)
+# 8192 < N ≤ 16384, and LayerNorm's rows of every width above: rows, part width, warps (prefetching
+# parts). LayerNorm's 1 × 8192 part spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14);
+# run ZZR's sweep (tools/tune.py --split only, bf16, µs): 4096×65536 2 × 4096 on 8 warps 689.1 (16
+# warps 686.0) against 814.5 for 1 × 8192; 2048×131072 720.0 against 820.5. The fused add keeps
+# 1 × 8192 (4096×65536: 720.0 against 766.2 for 2 × 4096).
+_NARROW_SPLIT = (2, 4096, 8)
+# 4- and 8-byte elements: parts of one row × 16 KB of x on 16 warps. The 2-byte parts in fp32 (32
+# KB of x a part, 32 values a thread of each of x, dy, the weight, the prefetched row and the
+# dweight partial) spill to local memory: run ZZS/ZZT (fp32 bwd, µs) 1 × 8192 parts 13362-16388 at
+# 8192×32768 / 4096×65536 for every family, LayerNorm's 2 × 4096 14872 at 8192×32768. Run ZZT's
+# sweep (tools/tune.py --config, 7 parts): 1 × 4096 on 16 warps RMSNorm 975.4 (the best; 8192×32768
+# 1030.8 against the best 965.9 for 2 × 2048 on 16), the fused add 1243.3 (best; 1245.2 against
+# 1207.5), LayerNorm 1045.4 (best; 1110.5 against 1096.9 on 8 warps). fp64 (2048 columns) by
+# analogy, not measured. (rows, part bytes, warps)
+_SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -243,6 +281,18 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
     return _BWD_ASYNC_2_BYTE.get(whole)
 
 
+def _split_parts(narrow: bool, layer_norm: bool, element_size: int) -> tuple:
+    """The backward's split parts (rows, part width, warps) for a row, best first: the heuristic
+    takes the first whose parts all fit (parts·heads ≤ multiprocessors). narrow: 8192 < N ≤ 16384."""
+    if element_size > 2:
+        rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
+        return ((rows, part_bytes // element_size, warps),)
+    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS)
+    if narrow:
+        return (_NARROW_SPLIT,)
+    return (_NARROW_SPLIT, wide) if layer_norm else (wide,)
+
+
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
     """(block_m, num_warps, programs_per_sm) of the prefetching whole-row backward tile for rows
     of `whole` (a width in _BWD_PREFETCH): from the most specific table that has the width."""
@@ -259,8 +309,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
                 vector_aligned: bool = True) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
-    heads and multiprocessors matter only for split rows (backward, wide rows, GPU): every
-    part of every head needs a resident program, so a split needs parts·heads ≤ multiprocessors.
+    heads and multiprocessors matter only for split rows (wide rows on a GPU: the backward's, and
+    the fused add's forward): every part of every head needs a resident program, so a split needs
+    parts·heads ≤ multiprocessors (the forward splits only rows of one head).
     residual: the backward also reads dresidual_out, the forward a residual (fused add), which
     moves the best tile.
     layer_norm: LayerNorm's forward (two dependent reductions: the mean, then the centred
@@ -306,19 +357,25 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
             return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
         if whole <= _MAX_ONE_TILE_BWD // 2:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
-        if whole <= _MAX_ONE_TILE_BWD:
-            rows, part, warps = _NARROW_SPLIT
+        narrow = whole <= _MAX_ONE_TILE_BWD
+        for rows, part, warps in _split_parts(narrow, layer_norm, element_size):
             if cdiv(n, part) * heads <= multiprocessors:
-                return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=1, split=True, prefetch=True)
+                return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=1, split=True,
+                                  prefetch=_SPLIT_PREFETCH)
+        if narrow:
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
-        if cdiv(n, _SPLIT_PART) * heads <= multiprocessors:
-            return TileConfig(_SPLIT_ROWS, _SPLIT_PART, True, num_warps=_SPLIT_WARPS, programs_per_sm=1, split=True,
-                              prefetch=_SPLIT_PREFETCH)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
     if whole > _MAX_ONE_TILE_FWD:
+        if layer_norm:
+            block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
+            return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
+        block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
+        block_n = part_bytes // element_size
+        if residual and heads == 1 and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
+            return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
     reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and whole == _MAX_ONE_TILE_FWD)
     if layer_norm and whole in _FWD_LAYER_NORM:

@@ -188,10 +188,12 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), residual=residual is not None,
-                                                       layer_norm=not is_rms_norm, element_size=x.element_size()), m)
-    if config.split:
-        raise ValueError("the forward does not split rows (config.py says why)")
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
+                                                       multiprocessors=multiprocessor_count(x.device),
+                                                       residual=residual is not None, layer_norm=not is_rms_norm,
+                                                       element_size=x.element_size()), m)
+    if config.split and (config.prefetch or heads > 1):
+        raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     if config.prefetch or config.joined_sums or config.async_stages:
         raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
                          f"(the forward has no row loop to load ahead in, nor Σ(g·h) and Σg), got {config}")
@@ -228,15 +230,28 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
         # 32-35 → 40 at 4096, fewer programs an SM).
         even = not is_rms_norm and config.one_tile and n == config.block_n and m % config.block_m == 0
-        launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),),
-            x, residual, weight, bias, out, residual_out, mean, rstd, m, n, heads,
-            x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
-            out.stride(0), _stride(residual_out, 0), eps, weight_offset,
-            BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, EVEN_ROWS=even,
-            STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N, RELOAD=config.reload,
-            num_warps=config.num_warps, num_stages=config.num_stages, **flags,
-            **({"maxnreg": config.max_registers} if config.max_registers else {}),
-        )
+        args = (x, residual, weight, bias, out, residual_out, mean, rstd)
+        tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
+                out.stride(0), _stride(residual_out, 0), eps, weight_offset)
+        options = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
+                       EVEN_ROWS=even and not config.split,
+                       STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
+                       RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
+                       num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+                       **({"maxnreg": config.max_registers} if config.max_registers else {}))
+        if not config.split:
+            launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), *args, None, *tail, **options)
+            return
+        # split rows: groups of `parts` programs, every program resident at once (one an SM at most)
+        parts = cfg.split_parts(config, n)
+        sms = multiprocessor_count(x.device)
+        xchg = _split_buffer(config, parts, cfg.backward_grid(config, m, sms, n=n), x.device)
+
+        def grid(kernel) -> Tuple[int]:
+            return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
+
+        launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, SPLIT=cfg.next_power_of_2(parts),
+                      **options)
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),

@@ -54,7 +54,8 @@ def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MA
 @functools.lru_cache(maxsize=None)
 def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.TileConfig, Tuple[int, int]]:
     found: Dict[cfg.TileConfig, Tuple[int, int]] = {}
-    scenarios = ((1, 0),) if interpret or not backward else GPU_SCENARIOS
+    # the forward splits only the fused add's rows of one head: one head and eight reach its choices
+    scenarios = ((1, 0),) if interpret else GPU_SCENARIOS if backward else GPU_SCENARIOS[:2]
     pick = _picker()
     # (residual, layer_norm, element size, vector aligned): the backward's fused-add, LayerNorm and
     # 4-byte tiles and its unstaged 2-byte ones, the forward's fused-add and LayerNorm tiles (4-byte
@@ -106,6 +107,7 @@ class ConfigProblem:
         mode += f"s{self.config.async_stages}" if getattr(self.config, "async_stages", 0) else ""
         mode += "r" if getattr(self.config, "reload", False) else ""
         mode += f"c{self.config.max_registers}" if getattr(self.config, "max_registers", 0) else ""
+        mode += f"cs{self.config.column_stages}" if getattr(self.config, "column_stages", 0) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 

@@ -537,8 +537,63 @@ def test_forward_reloads_rows_of_4096_and_wider():
         assert not cfg.tile_config(n, False, True, residual=residual, layer_norm=layer_norm, element_size=size).reload
 
 
+def test_wide_rows_take_their_family_s_tiles():
+    """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
+    column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep; the fused
+    add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
+    part fits on its own SM and the weight has one head (else, as RMSNorm's, 16384-column tiles on
+    32 warps). The backward splits 2-byte rows into parts of 2 rows × 4096 for LayerNorm where they
+    all fit, else the 1 × 8192 parts every family takes where those fit; 4- and 8-byte rows into 1
+    row × 16 KB on 16 warps (1 × 8192 fp32 parts spill: run ZZT); else column tiles."""
+    for n, residual, layer_norm, size, heads, sms in itertools.product(
+            (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
+        fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
+                              layer_norm=layer_norm, element_size=size)
+        if layer_norm:  # 16 KB tiles, 8 KB parts
+            expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
+        elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
+            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
+        else:
+            expected = cfg.TileConfig(1, 16384, False, 32)
+        assert fwd == expected, (n, residual, layer_norm, size, heads, sms, fwd)
+        if not sms:
+            continue
+        bwd = cfg.tile_config(n, True, False, heads=heads, multiprocessors=sms, residual=residual,
+                              layer_norm=layer_norm, element_size=size)
+        if size > 2:  # 16 KB of x a part, on 16 warps
+            part = (1, 16384 // size, 16, True) if cfg.cdiv(n, 16384 // size) * heads <= sms else None
+        elif layer_norm and cfg.cdiv(n, 4096) * heads <= sms:
+            part = (2, 4096, 8, True)
+        else:
+            part = (1, 8192, 8, True) if cfg.cdiv(n, 8192) * heads <= sms else None
+        assert (bwd.block_m, bwd.block_n, bwd.num_warps, bwd.split) == (part or (2, 4096, 16, False)), (
+            n, residual, layer_norm, size, heads, bwd)
+        assert bwd.prefetch == bool(part)
+
+
 def test_reload_and_register_cap_are_checked():
     with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile: it needs one_tile=True"):
         cfg.TileConfig(1, 1024, False, reload=True)
     with pytest.raises(ValueError, match="max_registers is 0 .no cap. or ptxas' register cap, got -1"):
         cfg.TileConfig(1, 1024, True, max_registers=-1)
+
+
+def test_forward_column_stages_change_no_value(device):
+    """Column tiles with the statistics pass staged in shared memory (column_stages, cp.async on a
+    GPU; the interpreter ignores num_stages) write the same bits as without, every family."""
+    m, n = 5, 3000
+    x, w, _ = make_inputs(m, n, torch.float32, device, seed=3)
+    res = torch.randn(m, n, dtype=torch.float32).to(device)
+    b = torch.randn(n, dtype=torch.float32).to(device)
+    for rms, residual in ((True, None), (True, res), (False, None)):
+        runs = []
+        for stages in (0, 2, 3):
+            y, h = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+            mean, rstd = torch.empty(m, device=device), torch.empty(m, device=device)
+            ops.launch_fwd(x, y, weight=w, bias=None if rms else b, residual=residual,
+                           residual_out=None if residual is None else h, mean=None if rms else mean, rstd=rstd,
+                           eps=1e-5, is_rms_norm=rms, config=cfg.TileConfig(2, 1024, False, 4, column_stages=stages))
+            runs.append((y, rstd))
+        assert all(torch.equal(y, runs[0][0]) and torch.equal(r, runs[0][1]) for y, r in runs[1:]), (rms, residual)
+    with pytest.raises(ValueError, match="column_stages is 0 or a depth of 2 or more"):
+        cfg.TileConfig(2, 1024, True, column_stages=2)

@@ -102,6 +102,40 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     assert_matches(runs[0][1], rdw, torch.bfloat16, "dweight")
 
 
+@cuda_only
+@pytest.mark.parametrize("family", ["rms", "fused_add", "ln"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("m,n,config", [
+    (7, 1000, _split(128)),  # 8 parts, the last one partial
+    (300, 4097, _split(1024, block_m=2)),  # 5 parts (not a power of two), the last has 1 column
+    (33, 40000, _split(8192, warps=8)),  # 5 parts of 8192
+])
+def test_split_forward_matches_float64(family, dtype, m, n, config):
+    """The forward's split rows (forward._split_rows): y, residual_out, mean and rstd against
+    float64, outputs pre-filled with NaN (every element written)."""
+    from normkit import reference
+
+    rms = family != "ln"
+    x, w, b, _, res = _inputs(m, n, dtype, seed=n)
+    residual = res if family == "fused_add" else None
+    stats = torch.float64 if dtype == torch.float64 else torch.float32
+    y, res_out = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+    mean, rstd = torch.full((m,), float("nan"), device="cuda", dtype=stats), torch.full((m,), float("nan"),
+                                                                                        device="cuda", dtype=stats)
+    ops.launch_fwd(x, y, weight=w, bias=None if rms else b, residual=residual,
+                   residual_out=None if residual is None else res_out, mean=None if rms else mean, rstd=rstd,
+                   eps=1e-5, is_rms_norm=rms, config=config)
+    cpu = lambda t: None if t is None else t.double().cpu()  # noqa: E731
+    ry, rh, rmean, rrstd = reference.norm_fwd(cpu(x), cpu(w), None if rms else cpu(b), cpu(residual), eps=1e-5,
+                                              is_rms_norm=rms)
+    assert_matches(y, ry, dtype, "y")
+    assert_matches(rstd, rrstd, stats, "rstd")
+    if not rms:
+        assert_matches(mean, rmean, stats, "mean")
+    if residual is not None:
+        assert_matches(res_out, rh, dtype, "residual_out")
+
+
 def test_interpreter_refuses_split_configs(device):
     if not interpret():
         pytest.skip("only the interpreter refuses split configs")
@@ -119,10 +153,11 @@ def test_split_needs_resident_programs(device):
     # and the heuristics fall back to column tiles when a split would not fit
     assert not cfg.tile_config(262144, True, False, heads=8, multiprocessors=132).split
     assert cfg.tile_config(262144, True, False, heads=1, multiprocessors=132).split
-    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # the forward never splits
+    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # the heuristic's forward does not split
     with pytest.raises(ValueError, match="needs one_tile=True"):
         cfg.TileConfig(1, 128, False, split=True)
     x = torch.randn(4, 300, device=device)
-    with pytest.raises(ValueError, match="does not split"):
-        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=_split(128))
+    with pytest.raises(ValueError, match="split rows take neither prefetch nor per-head weights"):
+        ops.launch_fwd(x, torch.empty_like(x), weight=torch.ones(2, 150, device=device).view(2, 150), eps=1e-6,
+                       config=_split(128))
 

@@ -39,6 +39,9 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert parse("1x8192:16") == cfg.TileConfig(1, 8192, True, 16)
     assert parse("1x8192:16:col") == cfg.TileConfig(1, 8192, False, 16)
     assert parse("1x32768:32:reload:r32") == cfg.TileConfig(1, 32768, True, 32, reload=True, max_registers=32)
+    assert parse("1x8192:16:col:s3") == cfg.TileConfig(1, 8192, False, 16, column_stages=3)
+    assert parse("2x2048:8:split:pf:p2") == cfg.TileConfig(2, 2048, True, 8, split=True, prefetch=True,
+                                                         programs_per_sm=2)
     with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile"):
         parse("1x8192:16:col:reload")
     with pytest.raises(ValueError, match=r"--config flags are .* got \['reloda'\]"):

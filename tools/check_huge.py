@@ -6,13 +6,14 @@ Shapes (the heuristics' own configurations, no override):
   column tiles): 4.3 GB a tensor;
 * fp32 33000 × 65536 = 2 162 688 000 elements: 8.7 GB a tensor.
 
-Families: rms (weight; backward with the saved rstd and recomputing it) and layer_norm (weight +
-bias). Rows are checked against float64 computed on the GPU for sampled rows only — the first,
+Families: rms (weight; backward with the saved rstd and recomputing it), layer_norm (weight +
+bias) and fused_add (RMSNorm of x + residual, residual_out checked; the backward from residual_out
+with dresidual_out — the fused add's wide forward splits rows). Rows are checked against float64 computed on the GPU for sampled rows only — the first,
 the middle, the last and those around element 2**31 (where 32-bit offsets would wrap) — every
 column of them; dweight and dbias against float64 sums over all rows, accumulated in chunks.
 Peak memory about 8 tensors of the shape (x, dy, y, dx, …): ~70 GB for the fp32 shape.
 
-    PYTHONPATH=$PWD python tools/check_huge.py [--shapes bf16:65536x32769,fp32:33000x65536] [--families rms,layer_norm]
+    PYTHONPATH=$PWD python tools/check_huge.py [--shapes bf16:65536x32769,fp32:33000x65536] [--families rms,layer_norm,fused_add]
 
 Extends tools/check_large.py (same relative-error measure, `rel`) to the sizes where int32
 offsets break; prints one line per check and exits 1 on any failure.
@@ -49,7 +50,8 @@ def _stats64(h64, rms, eps):
 
 
 def check(dtype, m, n, family):
-    rms = family == "rms"
+    rms = family != "layer_norm"
+    fused = family == "fused_add"  # RMSNorm of x + residual; the backward adds dresidual_out
     eps = 1e-6 if rms else 1e-5
     g = torch.Generator(device="cuda").manual_seed(m + n)
     x = torch.randn(m, n, device="cuda", generator=g, dtype=torch.float32).to(dtype)
@@ -57,10 +59,12 @@ def check(dtype, m, n, family):
     dy.add_(x, alpha=0.5)
     w = (1 + 0.1 * torch.randn(n, device="cuda", generator=g)).to(dtype)
     b = None if rms else (0.1 * torch.randn(n, device="cuda", generator=g)).to(dtype)
+    residual = torch.randn(m, n, device="cuda", generator=g, dtype=torch.float32).to(dtype) if fused else None
     t0 = time.time()
     if rms:
-        y, _, rstd = normkit.rms_norm_fwd(x, w, eps=eps, store_rstd=True)
-        dx, dw, db, _ = normkit.rms_norm_bwd(x, w, dy, rstd, eps=eps)
+        y, h, rstd = normkit.rms_norm_fwd(x, w, residual=residual, eps=eps, store_rstd=True)
+        dx, dw, db, _ = normkit.rms_norm_bwd(x if h is None else h, w, dy, rstd, dresidual_out=residual,
+                                             has_residual=fused, eps=eps)
     else:
         y, _, mean, rstd = normkit.layer_norm_fwd(x, w, b, eps=eps, store_rstd=True)
         dx, dw, db, _ = normkit.layer_norm_bwd(x, w, dy, mean, rstd, has_bias=True, eps=eps)
@@ -69,16 +73,25 @@ def check(dtype, m, n, family):
     rows = sample_rows(m, n)
     idx = torch.tensor(rows, device="cuda")
     x64, dy64, w64 = x[idx].double(), dy[idx].double(), w.double()
+    if fused:  # y from the unrounded sum; the backward from residual_out as stored (rounded)
+        y_ref = _stats64(x64 + residual[idx].double(), rms, eps) * w64
+        x64 = h[idx].double()
     xh = _stats64(x64, rms, eps)
-    y_ref = xh * w64 + (0.0 if b is None else b.double())
+    if not fused:
+        y_ref = xh * w64 + (0.0 if b is None else b.double())
     g64 = dy64 * w64
     inner = g64 - xh * (g64 * xh).mean(-1, keepdim=True)
     if not rms:
         inner = inner - g64.mean(-1, keepdim=True)
     centered = x64 if rms else x64 - x64.mean(-1, keepdim=True)
     dx_ref = torch.rsqrt(centered.square().mean(-1, keepdim=True) + eps) * inner
+    if fused:
+        dx_ref = dx_ref + residual[idx].double()
     errors = {"y": rel(y[idx], y_ref), "dx": rel(dx[idx], dx_ref)}
-    if rms:  # the recompute path too (statistics from x in the same pass)
+    if fused:
+        errors["residual_out"] = rel(h[idx], x[idx].double() + residual[idx].double())
+        x = h  # dweight's reference from residual_out, as the backward saw it
+    if rms and not fused:  # the recompute path too (statistics from x in the same pass)
         dx2, dw2, _, _ = normkit.rms_norm_bwd(x, w, dy, None, eps=eps)
         errors["dx recomputed"] = rel(dx2[idx], dx_ref)
         recomputed_dw = dw2
@@ -91,7 +104,7 @@ def check(dtype, m, n, family):
         db_ref += dyc.sum(0)
         del xc, dyc
     errors["dweight"] = rel(dw, dw_ref)
-    if rms:
+    if rms and not fused:
         errors["dweight recomputed"] = rel(recomputed_dw, dw_ref)
     if db is not None:
         errors["dbias"] = rel(db, db_ref)
@@ -106,7 +119,7 @@ def check(dtype, m, n, family):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shapes", default="bf16:65536x32769,fp32:33000x65536")
-    parser.add_argument("--families", default="rms,layer_norm")
+    parser.add_argument("--families", default="rms,layer_norm,fused_add")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("check_huge: needs a CUDA device")

@@ -102,7 +102,7 @@ def compile_one(kernel, dtype, pointers, constexprs, num_warps):
 
 
 FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
-                "MEAN": "*fp32", "RSTD": "*fp32"}
+                "MEAN": "*fp32", "RSTD": "*fp32", "XCHG": "*i64"}
 BWD_POINTERS = {"X": "*T", "W": "*T", "DY": "*T", "DRESIDUAL_OUT": "*T", "MEAN": "*fp32", "RSTD": "*fp32",
                 "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "XCHG": "*i64"}
 
@@ -124,6 +124,10 @@ def cases():
             yield (f"fwd {dtype} reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                         STORE_STATS=True, RELOAD=True), 8)
+            # split rows (the backward's exchange on the forward: forward._split_rows)
+            yield (f"fwd {dtype} split rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+                   dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
+                        STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8), 8)
         pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in BWD_POINTERS.items()}
         for recompute in (False, True):
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",

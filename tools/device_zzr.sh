@@ -17,7 +17,16 @@
 # Prediction: a LayerNorm split part without prefetch or of 4096 columns −10 to −25 % at 65536 (the
 # spills and the barriers); forward column tiles ±5 %; staged column tiles −10 to −25 % for the fused
 # add and LayerNorm where their programs an SM hold (the patch's header), RMSNorm ±3 %.
-# Outcome: (filled in after the run)
+# Outcome (run ZZR, session 14, bf16, µs, % of copy): (1) LayerNorm's split backward parts of 2 × 4096
+# with prefetch 686.0 (16 warps) / 689.1 (8) against 814.5 for 1 × 8192 at 4096×65536, 720.0 against
+# 820.5 at 2048×131072 (−12 to −16 %, as predicted); the fused add keeps 1 × 8192 (720.0; 2 × 4096
+# 766.2). (2) Forward column tiles unstaged: LayerNorm 1 × 8192 on 16 warps 421.5 against 436.5
+# (−3 %), the fused add none better; LayerNorm 8192×32768's whole row (342.5) beat every column tile.
+# (3) Staged column tiles: LayerNorm 1 × 8192 on 16 warps, 3 stages 384.3 against 441.2 (−13 %),
+# 402.9 against 497.5 at 2048×131072 (−19 %); RMSNorm and the fused add slower staged (381.8 vs
+# 309.0; 845.5 vs 719.9). (4) Split forward: the fused add 1 × 4096 on 8 warps, 4 an SM 607.3
+# against 722.3 (−16 %), 613.3 against 818.9 (−25 %); RMSNorm 375.4 vs 309.0 and LayerNorm 523.3 vs
+# 444.0 slower. Landed in run ZZS's A/B: (1) for LayerNorm, (3) for LayerNorm, (4) for the fused add.
 source tools/device_env.sh
 t() { timeout 150 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|^    |MISMATCH|Error"; }
 in_copy() {  # DIR PATCH: main's normkit and tools in /tmp/ab/DIR with PATCH applied

@@ -41,6 +41,7 @@ def constexprs(kind, family, config, dtype):
             c.update(B=None, MEAN=None)
         if not residual:
             c.update(RESIDUAL=None, RESIDUAL_OUT=None)
+        c.update(SPLIT=8) if config.split else c.update(XCHG=None)
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
              if not config.split else 8, PREFETCH=config.prefetch,

@@ -62,12 +62,16 @@ def parse_config(spec):
         warps = int(warps)
     except ValueError:
         raise ValueError(f"--config expects BLOCK_MxBLOCK_N:WARPS[:flag...], e.g. 1x8192:16:col, got {spec!r}") from None
-    unknown = [f for f in flags if f not in ("col", "reload") and not (f[:1] == "r" and f[1:].isdigit())]
+    unknown = [f for f in flags if f not in ("col", "reload", "split", "pf") and not (f[:1] in "rps" and f[1:].isdigit())]
     if unknown:
-        raise ValueError(f"--config flags are col, reload and rK (a register cap), got {unknown} in {spec!r}")
+        raise ValueError(f"--config flags are col, reload, split, pf (prefetch), rK (a register cap), pK (programs "
+                         f"an SM) and sK (column stages), got {unknown} in {spec!r}")
     cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
+    per_sm = next((int(f[1:]) for f in flags if f.startswith("p") and f[1:].isdigit()), 1)
+    stages = next((int(f[1:]) for f in flags if f.startswith("s") and f[1:].isdigit()), 0)
     return cfg.TileConfig(block_m, block_n, "col" not in flags, warps, reload="reload" in flags,
-                          max_registers=cap)
+                          max_registers=cap, split="split" in flags, programs_per_sm=per_sm, column_stages=stages,
+                          prefetch="pf" in flags)
 
 
 def split_candidates(n):
@@ -130,7 +134,8 @@ def main():
     p.add_argument("--config", action="append", default=[],
                    help="time only these tiles (repeatable): BLOCK_MxBLOCK_N:WARPS, with :col for the "
                         "column path (the row read twice, the second time from L2), :reload for a whole row "
-                        "read again for y, :rK for ptxas' register cap K, e.g. 1x8192:16:col, 1x32768:32:reload:r32")
+                        "read again for y, :rK for ptxas' register cap K, :sK column stages, :split (split rows), :pK programs "
+                        "an SM, :pf prefetch, e.g. 1x8192:16:col, 1x32768:32:reload:r32, 2x4096:8:split:pf")
     p.add_argument("--each", action="store_true", help="print every config's time as it is measured (a sweep cut "
                                                        "short by a time limit still reports)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
@@ -203,7 +208,7 @@ def main():
                         if c.one_tile and not c.split and not c.prefetch and not c.async_stages
                         for k in args.async_stages.split(",")]
         if args.config:
-            configs = [(parse_config(spec), 1) for spec in args.config]
+            configs = [(c, c.programs_per_sm) for c in map(parse_config, args.config)]
         configs.insert(0, (default, default.programs_per_sm))
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)

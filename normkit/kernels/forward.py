@@ -24,7 +24,9 @@ no predicated loads and stores, no select in LayerNorm's centring. Otherwise the
 walked in BLOCK_N-wide column tiles twice: once for the statistics (per-tile mean and M2 merged
 with Chan's formula, stable for large means), once to write y (re-reading x and residual: the
 second pass mostly hits L2; RMSNorm asks L2 to keep the first pass's reads, evict_last, and to drop
-the second's, evict_first).
+the second's, evict_first; COLUMN_STAGES stages the first pass's loads in shared memory, cp.async).
+With SPLIT > 1 a row's columns are cut into parts, one program each, that exchange their partial
+sums (`_split_rows`: the backward's exchange, kernels/stats.py).
 
 Scalars. eps and weight_offset arrive as doubles (a Python float would reach the GPU as float32)
 and are cast to COMPUTE_DTYPE: float32 kernels see exactly the float32 values they always did,
@@ -35,7 +37,7 @@ outputs by 4e-12 relative at var = 1e-4: found on the H200 by tests/test_propert
 import triton
 import triton.language as tl
 
-from .stats import merge_tile_stats
+from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
@@ -67,9 +69,67 @@ def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, 
 
 
 @triton.jit
+def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS,
+                stride_x_row, stride_x_col, stride_res_row, stride_res_col, stride_y_row, stride_res_out_row,
+                eps, weight_offset, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_RMS_NORM: tl.constexpr,
+                HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+                STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
+                X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr):
+    """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
+    on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
+    walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
+    (+ residual), stored as residual_out), publishes its Σh² (RMSNorm) or local mean and M2
+    (LayerNorm), then waits for block t − 1's sums from every part, merges them in one fixed order
+    and writes y for block t − 1 from its columns read again (from L2, where iteration t − 1 left
+    them: nothing is held in registers across iterations). Part 0 stores mean and rstd. Every
+    program must be resident at once (the launcher's grid: one program an SM)."""
+    parts = tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0)
+    part = pid % parts
+    group = pid // parts
+    groups = tl.num_programs(0) // parts
+    cols = part * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    num_row_blocks = tl.cdiv(M, BLOCK_M)
+    zeros = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+    for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1):
+        # ---- block t: load, store residual_out, publish this part's sums
+        rows = (group + t * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rows64 = rows.to(tl.int64)
+        mask = (rows < M)[:, None] & col_mask[None, :]
+        h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
+                    rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
+                    COMPUTE_DTYPE, "evict_last")
+        if STORE_RESIDUAL_OUT:
+            tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
+        publish_row_sums(XCHG, group, t, part, h, mask, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
+                         COMPUTE_DTYPE)
+        # ---- block t − 1: the row's statistics from every part, then y from its columns again
+        rows = (group + (t - 1) * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rows64 = rows.to(tl.int64)
+        row_mask = (rows < M) & (t > 0)
+        mask = row_mask[:, None] & col_mask[None, :]
+        _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
+                                         SPLIT, COMPUTE_DTYPE)
+        rstd = 1.0 / tl.sqrt(var + eps)
+        h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
+                    rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
+                    COMPUTE_DTYPE, "evict_first")
+        y = _affine((h - mean[:, None]) * rstd[:, None], W, B, (rows % HEADS).to(tl.int64)[:, None] * N + cols[None, :],
+                    mask, weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
+        tl.store(Y + rows64[:, None] * stride_y_row + cols[None, :], y, mask=mask, eviction_policy="evict_first")
+        if STORE_STATS:
+            first = row_mask & (part == 0)
+            tl.store(RSTD + rows64, rstd, mask=first)
+            if not IS_RMS_NORM:
+                tl.store(MEAN + rows64, mean, mask=first)
+
+
+@triton.jit
 def norm_fwd_kernel(
     X, RESIDUAL, W, B,  # inputs: x, residual (M, N) strided; weight, bias (HEADS, N)
     Y, RESIDUAL_OUT, MEAN, RSTD,  # outputs: y, residual_out (M, N) row-major; mean, rstd (M,)
+    XCHG,  # SPLIT > 1: tagged row sums, int64 (groups, RING, 4, 2, SPLIT, BLOCK_M), zeroed
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_res_row, stride_res_col,
     stride_y_row, stride_res_out_row,
@@ -89,6 +149,8 @@ def norm_fwd_kernel(
     HAS_WEIGHT_OFFSET: tl.constexpr = True,  # False: weight_offset is 0, its add is left out
     STREAM: tl.constexpr = False,  # ONE_TILE: x, residual read once and y, residual_out written once: evict first
     RELOAD: tl.constexpr = False,  # ONE_TILE: y from x (+ residual) read again (from L2), not kept in registers
+    SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
+    COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
@@ -98,6 +160,12 @@ def norm_fwd_kernel(
     COLUMN_DROP: tl.constexpr = "evict_first" if IS_RMS_NORM else ""
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
+    if SPLIT > 1:
+        _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
+                    stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
+                    BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT)
+        return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS
     rows64 = rows.to(tl.int64)  # int64 offsets: tensors above 2**31 elements
@@ -127,7 +195,7 @@ def norm_fwd_kernel(
     else:
         mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-        for start in tl.range(0, N, BLOCK_N):
+        for start in tl.range(0, N, BLOCK_N, num_stages=COLUMN_STAGES):
             c = start + cols
             mask = row_mask[:, None] & (c < N)[None, :]
             h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
