@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Device run ZZZ (prepared in session 14 for the next session, nvidia-h200-x2, ~5 min):
+# docs/experiments/forward-layer-norm-centered-pass.patch — LayerNorm's bf16 rows of 32768 / 65536 on
+# column tiles read three times (per-lane Σh, then per-lane Σ(h − mean)², then y), as torch.compile's
+# kernel (run ZZX). Its header holds the count and runs ZZY's sweep.
+#  - GPU 0: A/B, 3 rounds, main (.ab_base) against main + the patch (/tmp/ab/centered): LayerNorm bf16
+#    8192×32768, 4096×65536 (changed), 2048×131072 and 4096×16384 (controls), fp32 4096×65536 (control).
+#  - GPU 1: the patch's GPU tests in check mode: its float64 test, every forward heuristic
+#    configuration forced, tests/test_ops.py.
+# Setup here: `rm -rf .ab_base && mkdir .ab_base && git archive HEAD normkit tools pyproject.toml | tar x
+# -C .ab_base`; carry [".whl", ".ab_base"].
+# Prediction (run ZZY): 8192×32768 345 → 322-328 µs, 4096×65536 385 → 358; controls ±1 %.
+# Outcome: (filled in after the run)
+source tools/device_env.sh
+mkdir -p /tmp/ab/centered && cp -r normkit tools tests pyproject.toml /tmp/ab/centered/ && \
+  (cd /tmp/ab/centered && patch -p1 -s < "$OLDPWD/docs/experiments/forward-layer-norm-centered-pass.patch") \
+  || echo "patch failed"
+(
+  export CUDA_VISIBLE_DEVICES=0
+  ab_rounds 3 "$PWD/.ab_base" /tmp/ab/centered "_ln|layer_norm|bf16|8192x32768,4096x65536,2048x131072,4096x16384" \
+      "_fp32|layer_norm|fp32|4096x65536"
+  python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
+) > "$L/gpu0.log" 2>&1 &
+(
+  export CUDA_VISIBLE_DEVICES=1
+  cd /tmp/ab/centered && PYTHONPATH=/tmp/site:$PWD checked_tests 240 tests/test_ops.py tests/test_properties.py \
+      -k "centered or wide_rows or reloads or gpu_heuristic_config and fwd"
+) > "$L/gpu1.log" 2>&1 &
+wait
+cat "$L/gpu0.log" "$L/gpu1.log"
+pack_logs
