@@ -106,16 +106,17 @@ def test_help_lists_the_options(capsys):
 
 def test_grids_per_family():
     grids = cli.build_grids(cli.parse_families("all"), None, None)
-    assert list(grids) == ["rms", "fused_add", "layer_norm"] and grids["rms"] == cli.DEFAULT_GRID
+    fp32_wide = [(torch.float32, 4096, 16384), (torch.float32, 4096, 65536)]  # every family's
+    assert list(grids) == ["rms", "fused_add", "layer_norm"] and grids["rms"] == [*cli.DEFAULT_GRID, *fp32_wide]
     bf16 = torch.bfloat16
     wide = [(bf16, 4096, 16384), (bf16, 8192, 32768), (bf16, 4096, 65536), (bf16, 2048, 131072)]
     assert all(case in cli.DEFAULT_GRID for case in wide)  # the same wide rows as RMSNorm's
     assert grids["fused_add"] == [(bf16, 16384, 2048), (bf16, 16384, 4096), (bf16, 16384, 8192),
-                                  (bf16, 4096, 2048), *wide]
+                                  (bf16, 4096, 2048), *wide, *fp32_wide]
     assert grids["layer_norm"] == [(bf16, 16384, 1024), (bf16, 16384, 4096), (bf16, 16384, 8192),
-                                   (bf16, 4096, 2048), *wide, (torch.float32, 16384, 4096)]
+                                   (bf16, 4096, 2048), *wide, (torch.float32, 16384, 4096), *fp32_wide]
     fp32 = cli.build_grids(["fused_add", "layer_norm"], None, [torch.float32])
-    assert fp32 == {"fused_add": [], "layer_norm": [(torch.float32, 16384, 4096)]}
+    assert fp32 == {"fused_add": fp32_wide, "layer_norm": [(torch.float32, 16384, 4096), *fp32_wide]}
     shapes = cli.build_grids(["layer_norm", "rms"], [(8, 16)], None)
     assert shapes == {"layer_norm": [(bf16, 8, 16)], "rms": [(bf16, 8, 16)]}
     assert cli.build_grids(["fused_add"], None, None, dry_run=True) == {"fused_add": cli.DRY_RUN_GRID}

@@ -36,7 +36,7 @@ def constexprs(kind, family, config, dtype):
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
                  EVEN_ROWS=not rms,
                  STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
-                 RELOAD=config.reload)
+                 RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:

@@ -41,13 +41,16 @@ DEFAULT_GRID: List[Case] = [
 # of RMSNorm's grid (128-512 MiB per tensor: issue #4's "≥ 90 % on every shape of ≥ 64 MB", which
 # the anchors' shapes, N ≤ 8192, left unmeasured until session 13).
 WIDE_ROWS = ((4096, 16384), (8192, 32768), (4096, 65536), (2048, 131072))
+# Every family also at two fp32 wide rows: the backward splits them into parts of their own (4-byte
+# elements), which ran 13-17× slow for sessions because no grid shape had them (session 14, run ZZS).
+FP32_WIDE_ROWS: List[Case] = [(torch.float32, 4096, 16384), (torch.float32, 4096, 65536)]
 DEFAULT_GRIDS: Dict[str, List[Case]] = {
-    "rms": DEFAULT_GRID,
-    "fused_add": [(torch.bfloat16, m, n) for m, n in ((16384, 2048), (16384, 4096), (16384, 8192),
-                                                      (4096, 2048), *WIDE_ROWS)],
+    "rms": [*DEFAULT_GRID, *FP32_WIDE_ROWS],
+    "fused_add": [*((torch.bfloat16, m, n) for m, n in ((16384, 2048), (16384, 4096), (16384, 8192),
+                                                        (4096, 2048), *WIDE_ROWS)), *FP32_WIDE_ROWS],
     "layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 1024), (16384, 4096),
                                                          (16384, 8192), (4096, 2048), *WIDE_ROWS)),
-                   (torch.float32, 16384, 4096)],
+                   (torch.float32, 16384, 4096), *FP32_WIDE_ROWS],
 }
 DRY_RUN_GRID: List[Case] = [(torch.float32, 64, 256)]
 DRY_RUN_IMPLS = ("normkit", "native")  # compile would spend most of a dry run compiling C++
