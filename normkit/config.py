@@ -323,7 +323,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     their own at some widths (_BWD_PLAIN_4_BYTE), as does LayerNorm's forward
     (_FWD_LAYER_NORM_4_BYTE).
     The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
-    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP).
+    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP). Rows wider than
+    32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS), the fused
+    add's split across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL), RMSNorm's on 16384-column tiles;
+    the backward's split parts hold ~16 KB of a row (_NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte

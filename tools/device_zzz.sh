@@ -9,7 +9,11 @@
 #    configuration forced, tests/test_ops.py.
 # Setup here: `rm -rf .ab_base && mkdir .ab_base && git archive HEAD normkit tools pyproject.toml | tar x
 # -C .ab_base`; carry [".whl", ".ab_base"].
-# Prediction (run ZZY): 8192×32768 345 → 322-328 µs, 4096×65536 385 → 358; controls ±1 %.
+#    Then sweeps for fp32 rows the patch leaves alone: the fused add's forward at 8192×32768 (its
+#    whole row re-read spills 80 B: 1386-1517 µs = 67-74 % in run ZZU) on split parts; LayerNorm's
+#    forward at 8192×32768 / 4096×65536 on three-read column tiles.
+# Prediction (run ZZY): 8192×32768 345 → 322-328 µs, 4096×65536 385 → 358; controls ±1 %; the fused
+# add fp32 8192×32768 on 2048-column parts ~1250 µs (its 4096×65536: 1253).
 # Outcome: (filled in after the run)
 source tools/device_env.sh
 mkdir -p /tmp/ab/centered && cp -r normkit tools tests pyproject.toml /tmp/ab/centered/ && \
@@ -20,6 +24,13 @@ mkdir -p /tmp/ab/centered && cp -r normkit tools tests pyproject.toml /tmp/ab/ce
   ab_rounds 3 "$PWD/.ab_base" /tmp/ab/centered "_ln|layer_norm|bf16|8192x32768,4096x65536,2048x131072,4096x16384" \
       "_fp32|layer_norm|fp32|4096x65536"
   python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
+  echo "== sweeps (from the patched copy): fp32 rows the patch leaves alone"
+  (cd /tmp/ab/centered && export PYTHONPATH=/tmp/site:$PWD
+   timeout 100 python3 tools/tune.py --kind fwd --family fused_add --dtype fp32 --shapes 8192x32768 --each \
+       --config 1x2048:8:split:p4 --config 1x4096:8:split:p4 --config 1x2048:8:split:p2 2>&1 | grep -E "each|Error"
+   timeout 100 python3 tools/tune.py --kind fwd --family layer_norm --dtype fp32 --shapes 8192x32768,4096x65536 \
+       --each --config 1x4096:16:col:two --config 1x8192:32:col:two:r32 --config 1x4096:8:col:two 2>&1 \
+       | grep -E "each|Error")
 ) > "$L/gpu0.log" 2>&1 &
 (
   export CUDA_VISIBLE_DEVICES=1
