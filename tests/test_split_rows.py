@@ -146,14 +146,17 @@ def test_interpreter_refuses_split_configs(device):
 
 def test_split_needs_resident_programs(device):
     """More parts × heads than resident programs: refused, never launched to deadlock. The
-    forward refuses split configs (they lost to column tiles on every wide row, BENCHMARKS.md)."""
+    forward splits only the fused add's wide rows of one head (RMSNorm's and LayerNorm's lost to
+    column tiles: BENCHMARKS.md, run ZZR), and refuses split configs with per-head weights."""
     with pytest.raises(ValueError, match="resident"):
         cfg.backward_grid(_split(128), 100, 4, n=1000, heads=1)
     assert cfg.backward_grid(_split(128), 100, 132, n=1000, heads=1) == 16
     # and the heuristics fall back to column tiles when a split would not fit
     assert not cfg.tile_config(262144, True, False, heads=8, multiprocessors=132).split
     assert cfg.tile_config(262144, True, False, heads=1, multiprocessors=132).split
-    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # the heuristic's forward does not split
+    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # RMSNorm's forward: column tiles
+    assert cfg.tile_config(262144, False, False, multiprocessors=132, residual=True).split  # the fused add's splits
+    assert not cfg.tile_config(262144, False, False, heads=8, multiprocessors=132, residual=True).split
     with pytest.raises(ValueError, match="needs one_tile=True"):
         cfg.TileConfig(1, 128, False, split=True)
     x = torch.randn(4, 300, device=device)
