@@ -188,8 +188,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
-                                                       multiprocessors=multiprocessor_count(x.device),
+    sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms,
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
                                                        element_size=x.element_size()), m)
     if config.split and (config.prefetch or heads > 1):
@@ -242,9 +242,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         if not config.split:
             launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), *args, None, *tail, **options)
             return
-        # split rows: groups of `parts` programs, every program resident at once (one an SM at most)
+        # split rows: groups of `parts` programs, every program resident at once (the grid fitted to
+        # the programs of the compiled kernel an SM holds, at most config.programs_per_sm)
         parts = cfg.split_parts(config, n)
-        sms = multiprocessor_count(x.device)
         xchg = _split_buffer(config, parts, cfg.backward_grid(config, m, sms, n=n), x.device)
 
         def grid(kernel) -> Tuple[int]:
