@@ -34,6 +34,8 @@ class TileConfig:
     max_registers: int = 0  # forward: ptxas' register cap (Triton's maxnreg), 0 for none
     column_stages: int = 0  # forward, column tiles: ≥ 2 stages the statistics pass's loads in shared
     # memory (cp.async; COLUMN_STAGES), 0 leaves them in registers
+    centered_pass: bool = False  # forward, column tiles, LayerNorm: per-lane Σh, then a second statistics
+    # pass of per-lane Σ(h − mean)² (CENTERED_PASS), not Chan's merge of every tile
 
     def __post_init__(self):
         if self.split and not self.one_tile:
@@ -49,6 +51,8 @@ class TileConfig:
             raise ValueError(f"reload re-reads a whole row held in one tile: it needs one_tile=True, got {self}")
         if self.column_stages and (self.one_tile or self.column_stages < 2):
             raise ValueError(f"column_stages is 0 or a depth of 2 or more, for column tiles (one_tile=False), got {self}")
+        if self.centered_pass and self.one_tile:
+            raise ValueError(f"centered_pass is a second pass over column tiles: it needs one_tile=False, got {self}")
         if self.max_registers < 0:
             raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
         if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
@@ -94,11 +98,28 @@ _FWD_LAYER_NORM_COLUMNS = (1, 16384, 16, 3)
 # ZZS, fp32 4096×65536: 1203.4 against 1320.0 for 4096 and 1425.3 for the column tiles; fp64 1024
 # by analogy, not measured). (block_m, part bytes, num_warps, programs_per_sm)
 _FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
+# The split takes the fused add's rows of more than 64 KB (bf16 rows wider than 32768, fp32 rows of
+# 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
+# parts 1261.2 against 1379.2 for the whole row (16 KB parts 1418.0; 2 programs an SM 1764.0).
+_FWD_SPLIT_MIN_BYTES = 65536
+# LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
+# torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
+# y, over 1 × 16384 on 32 warps, 280.0 µs against normkit's whole row 341.7). Sweeps (runs ZZY and
+# its repeat, tools/tune.py --config, the heuristic in the same process, µs): 8192×32768 1 × 8192 on
+# 16 warps 321.6 / 327.8 against the whole row 345.0 / 346.7; 4096×65536 1 × 16384 on 32 warps
+# capped at 32 registers 357.5 / 357.6 against 386.5-388.8 for the staged tile (Chan's merge:
+# 384.7-385.6 in runs ZZS / ZZW). Not at 131072 (554.3 against ~400: three reads of 256 KB rows
+# leave L2), nor 4-byte rows (not measured). A/B (run ZZZ, 3 rounds, medians, µs): 8192×32768 342.3 →
+# 317.4, 4096×65536 386.1 → 351.0; 2048×131072, 4096×16384 and fp32 4096×65536 (unchanged) ±1 %.
+# Without a residual only: three reads of x and the residual were not measured (the fused LayerNorm
+# keeps the whole row / the staged tiles). (block_m, block_n, num_warps, max_registers)
+_FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
 # Backward, rows wider than _MAX_ONE_TILE_BWD on a GPU: split rows (kernels/backward.py), each
 # part a whole-row-like tile held in registers by its own program, the parts of a row exchanging
-# their partial sums. One program per SM keeps every program resident (the parts wait on each
-# other, so a program that is not resident would deadlock its group). Sweep (run E, 21 split
-# configs on 4096×16384 … 2048×131072): parts of 2 rows × 8192 columns on 16 warps won every wide
+# their partial sums. Every program must be resident (the parts wait on each other, so a program
+# that is not resident would deadlock its group): the launcher fits the grid to the programs the
+# compiled kernel leaves resident, the heuristic asks that the parts fit one an SM. Sweep (run E,
+# 21 split configs on 4096×16384 … 2048×131072): parts of 2 rows × 8192 columns on 16 warps won every wide
 # shape (8192×32768: 620 µs = 62 % against 881 for 1 row — each exchange costs a round trip
 # through L2 while the SM idles, so two rows per exchange halve that cost; 4 × 4096: 720).
 # N = 16384 stayed a whole row then (149 µs against 157 for the best split); since split parts
@@ -113,11 +134,12 @@ _SPLIT_PART = 8192
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
-# 8192 < N ≤ 16384, and LayerNorm's rows of every width above: rows, part width, warps (prefetching
-# parts). LayerNorm's 1 × 8192 part spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14);
-# run ZZR's sweep (tools/tune.py --split only, bf16, µs): 4096×65536 2 × 4096 on 8 warps 689.1 (16
-# warps 686.0) against 814.5 for 1 × 8192; 2048×131072 720.0 against 820.5. The fused add keeps
-# 1 × 8192 (4096×65536: 720.0 against 766.2 for 2 × 4096).
+# 8192 < N ≤ 16384, and LayerNorm's rows of every width above, where the paired parts below do not
+# fit: rows, part width, warps (prefetching parts; one program an SM). LayerNorm's 1 × 8192 part
+# spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14); run ZZR's sweep (tools/tune.py
+# --split only, bf16, µs): 4096×65536 2 × 4096 on 8 warps 689.1 (16 warps 686.0) against 814.5 for
+# 1 × 8192; 2048×131072 720.0 against 820.5. The fused add keeps 1 × 8192 (4096×65536: 720.0
+# against 766.2 for 2 × 4096).
 _NARROW_SPLIT = (2, 4096, 8)
 # 4- and 8-byte elements: parts of one row × 16 KB of x on 16 warps. The 2-byte parts in fp32 (32
 # KB of x a part, 32 values a thread of each of x, dy, the weight, the prefetched row and the
@@ -128,6 +150,22 @@ _NARROW_SPLIT = (2, 4096, 8)
 # 1207.5), LayerNorm 1045.4 (best; 1110.5 against 1096.9 on 8 warps). fp64 (2048 columns) by
 # analogy, not measured. (rows, part bytes, warps)
 _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
+# 2-byte rows: two programs an SM, each on 4 warps (what fits: ptxas, sm_90, 254-255 registers for
+# 1 × 4096 and 2 × 2048 parts on 4 warps; the launcher fits the grid to what the compiled kernel
+# leaves resident, so a build that fits one still runs). The split's candidates had all been one
+# program an SM (8 warps waiting on the exchange); run ZZZE's sweep (tools/tune.py --config, bf16,
+# µs): 2 × 2048 on 4 warps, 2 an SM — LayerNorm 8192×32768 587.2 against 638.1 for 2 × 4096 on 8,
+# 4096×65536 604.3 against 688.9; RMSNorm 4096×16384 127.0 against 140.4; the fused add 8192×32768
+# 706.9 against 720.3. 1 × 4096 on 4 warps, 2 an SM — RMSNorm 8192×32768 506.8 against 552.7 for 1 ×
+# 8192 on 8 (2 × 2048: 529.0), 4096×65536 530.4 against 591.9 (548.0); LayerNorm 707.3 / 743.9.
+# Run ZZZF's A/B (2 rounds, bf16, µs): LayerNorm 4096×16384 161.8 → 148.2, 8192×32768 631.8 → 578.1,
+# 4096×65536 683.3 → 598.2, 2048×131072 709.5 → 617.9; RMSNorm 138.5 → 125.7, 550.6 → 502.3, 583.3
+# → 523.3, 572.3 → 544.6; the fused add 171.3 → 164.3, 688.2 → 669.5, 710.9 → 694.5, but 2048×131072
+# 709.3 → 755.8 (32 parts a row of 4096 columns): its rows wider than 65536 keep 1 × 8192 on 8 warps.
+# (rows, part width, warps, programs an SM)
+_PAIRED_SPLIT = (2, 2048, 4, 2)
+_PAIRED_SPLIT_RMS = (1, 4096, 4, 2)
+_PAIRED_SPLIT_RESIDUAL_MAX = 65536
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -281,16 +319,21 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
     return _BWD_ASYNC_2_BYTE.get(whole)
 
 
-def _split_parts(narrow: bool, layer_norm: bool, element_size: int) -> tuple:
-    """The backward's split parts (rows, part width, warps) for a row, best first: the heuristic
-    takes the first whose parts all fit (parts·heads ≤ multiprocessors). narrow: 8192 < N ≤ 16384."""
+def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
+    """The backward's split parts (rows, part width, warps, programs an SM) for a row of `whole`
+    (N rounded up to a power of two) columns, best first: the heuristic takes the first whose parts
+    all fit one an SM (parts·heads ≤ multiprocessors)."""
     if element_size > 2:
         rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
-        return ((rows, part_bytes // element_size, warps),)
-    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS)
-    if narrow:
-        return (_NARROW_SPLIT,)
-    return (_NARROW_SPLIT, wide) if layer_norm else (wide,)
+        return ((rows, part_bytes // element_size, warps, 1),)
+    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1)
+    if whole <= _MAX_ONE_TILE_BWD:
+        return (_PAIRED_SPLIT, _NARROW_SPLIT + (1,))
+    if layer_norm:
+        return (_PAIRED_SPLIT, _NARROW_SPLIT + (1,), wide)
+    if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
+        return (wide,)
+    return (_PAIRED_SPLIT_RMS, wide)
 
 
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
@@ -323,10 +366,13 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     their own at some widths (_BWD_PLAIN_4_BYTE), as does LayerNorm's forward
     (_FWD_LAYER_NORM_4_BYTE).
     The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
-    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP). Rows wider than
-    32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS), the fused
-    add's split across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL), RMSNorm's on 16384-column tiles;
-    the backward's split parts hold ~16 KB of a row (_NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
+    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP). LayerNorm's bf16
+    rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
+    Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
+    RMSNorm's on 16384-column tiles; the fused add's rows of more than 64 KB (fp32 32768 too) split
+    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES);
+    the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
+    _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
@@ -361,9 +407,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         if whole <= _MAX_ONE_TILE_BWD // 2:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
         narrow = whole <= _MAX_ONE_TILE_BWD
-        for rows, part, warps in _split_parts(narrow, layer_norm, element_size):
+        for rows, part, warps, per_sm in _split_parts(whole, residual, layer_norm, element_size):
             if cdiv(n, part) * heads <= multiprocessors:
-                return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=1, split=True,
+                return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
                                   prefetch=_SPLIT_PREFETCH)
         if narrow:
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
@@ -371,14 +417,18 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
+    if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
+        block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
+        return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
+    if whole > _MAX_ONE_TILE_FWD and layer_norm:
+        block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
+        return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
+    block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
+    block_n = part_bytes // element_size
+    if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
+            and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if whole > _MAX_ONE_TILE_FWD:
-        if layer_norm:
-            block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
-            return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
-        block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
-        block_n = part_bytes // element_size
-        if residual and heads == 1 and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
-            return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
     reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and whole == _MAX_ONE_TILE_FWD)
     if layer_norm and whole in _FWD_LAYER_NORM:

@@ -194,6 +194,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                                                        element_size=x.element_size()), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
+    if config.centered_pass and is_rms_norm:
+        raise ValueError(f"config.centered_pass computes LayerNorm's centred variance; RMSNorm has none, got {config}")
     if config.prefetch or config.joined_sums or config.async_stages:
         raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
                          f"(the forward has no row loop to load ahead in, nor Σ(g·h) and Σg), got {config}")
@@ -237,6 +239,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        EVEN_ROWS=even and not config.split,
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
                        RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
+                       CENTERED_PASS=config.centered_pass,
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
         if not config.split:

@@ -82,7 +82,15 @@ def describe(config: cfg.TileConfig) -> str:
             + (" joined" if getattr(config, "joined_sums", False) else "")
             + (f" async{config.async_stages}" if getattr(config, "async_stages", 0) else "")
             + (" reload" if getattr(config, "reload", False) else "")
-            + (f" maxnreg={config.max_registers}" if getattr(config, "max_registers", 0) else ""))
+            + (f" maxnreg={config.max_registers}" if getattr(config, "max_registers", 0) else "")
+            + (f" column_stages={config.column_stages}" if getattr(config, "column_stages", 0) else "")
+            + (" centered" if getattr(config, "centered_pass", False) else ""))
+
+
+def runs_family(config: cfg.TileConfig, family: str) -> bool:
+    """Whether `family` (rms, fused_add, layer_norm) can run `config`: LayerNorm's centered-pass
+    column tiles compute a centred variance, which RMSNorm has none of (the launcher refuses)."""
+    return family == "layer_norm" or not getattr(config, "centered_pass", False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +116,7 @@ class ConfigProblem:
         mode += "r" if getattr(self.config, "reload", False) else ""
         mode += f"c{self.config.max_registers}" if getattr(self.config, "max_registers", 0) else ""
         mode += f"cs{self.config.column_stages}" if getattr(self.config, "column_stages", 0) else ""
+        mode += "two" if getattr(self.config, "centered_pass", False) else ""
         return f"{kind}-m{self.config.block_m}n{self.config.block_n}{mode}" \
                f"-w{self.config.num_warps}p{self.config.programs_per_sm}-{self.m}x{self.n}"
 

@@ -26,8 +26,8 @@ def test_every_kernel_family_compiles_for_sm90():
     # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
     # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6; their
     # forward re-reading the row for y = 3
-    assert out.stdout.count("ok    ") == 62 and "FAIL" not in out.stdout, out.stdout
-    assert out.stdout.count(" reload ") == 3, out.stdout
+    assert out.stdout.count("ok    ") == 63 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" reload ") == 3 and out.stdout.count(" centered-pass ") == 1, out.stdout
     assert out.stdout.count(" async-stages ") == 6, out.stdout
     assert out.stdout.count(" pdl") == 2 and out.stdout.count(" joined-sums ") == 6, out.stdout
     # (split: 12 backward, 3 forward)

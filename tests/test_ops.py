@@ -529,8 +529,10 @@ def test_forward_reloads_rows_of_4096_and_wider():
         whole = cfg.next_power_of_2(n)
         reload = 4096 <= whole <= 32768 and not (layer_norm and (whole == 32768 or (size == 4 and whole == 4096)))
         assert config.reload == reload, (n, residual, layer_norm, size, config)
-        assert config.one_tile == (whole <= 32768)
+        centered = layer_norm and size == 2 and whole == 32768 and not residual  # centered-pass column tiles
+        assert config.one_tile == (whole <= 32768 and not centered)
         capped = reload and whole >= 16384 and not (layer_norm or residual) and size == 2
+        capped |= layer_norm and size == 2 and whole == 65536 and not residual  # the centered-pass tile
         assert config.max_registers == (32 if capped else 0), (n, residual, layer_norm, size, config)
         if reload and whole == 4096 and not layer_norm:
             assert config.num_warps == (16 if residual or size == 4 else 8), config
@@ -539,17 +541,22 @@ def test_forward_reloads_rows_of_4096_and_wider():
 
 def test_wide_rows_take_their_family_s_tiles():
     """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
-    column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep; the fused
+    column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows
+    of 65536 without a residual: 16384-column tiles read three times, run ZZZ); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
     part fits on its own SM and the weight has one head (else, as RMSNorm's, 16384-column tiles on
-    32 warps). The backward splits 2-byte rows into parts of 2 rows × 4096 for LayerNorm where they
-    all fit, else the 1 × 8192 parts every family takes where those fit; 4- and 8-byte rows into 1
-    row × 16 KB on 16 warps (1 × 8192 fp32 parts spill: run ZZT); else column tiles."""
+    32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
+    ZZZE-ZZZF: LayerNorm 2 rows × 2048, RMSNorm and the fused add's rows up to 65536 1 × 4096) where
+    they all fit one an SM, else LayerNorm's 2 × 4096 on 8 warps, else the 1 × 8192 parts every
+    family takes; 4- and 8-byte rows into 1 row × 16 KB on 16 warps (1 × 8192 fp32 parts spill: run
+    ZZT); else column tiles."""
     for n, residual, layer_norm, size, heads, sms in itertools.product(
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
                               layer_norm=layer_norm, element_size=size)
-        if layer_norm:  # 16 KB tiles, 8 KB parts
+        if layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
+            expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
+        elif layer_norm:  # 16 KB tiles, 8 KB parts
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
@@ -561,14 +568,68 @@ def test_wide_rows_take_their_family_s_tiles():
         bwd = cfg.tile_config(n, True, False, heads=heads, multiprocessors=sms, residual=residual,
                               layer_norm=layer_norm, element_size=size)
         if size > 2:  # 16 KB of x a part, on 16 warps
-            part = (1, 16384 // size, 16, True) if cfg.cdiv(n, 16384 // size) * heads <= sms else None
-        elif layer_norm and cfg.cdiv(n, 4096) * heads <= sms:
-            part = (2, 4096, 8, True)
-        else:
-            part = (1, 8192, 8, True) if cfg.cdiv(n, 8192) * heads <= sms else None
-        assert (bwd.block_m, bwd.block_n, bwd.num_warps, bwd.split) == (part or (2, 4096, 16, False)), (
-            n, residual, layer_norm, size, heads, bwd)
+            options = [(1, 16384 // size, 16, 1)]
+        else:  # two programs an SM on 4 warps first, then one on 8 (rows, part, warps, programs an SM)
+            options = ([(2, 2048, 4, 2), (2, 4096, 8, 1)] if layer_norm
+                       else [] if residual and cfg.next_power_of_2(n) > 65536 else [(1, 4096, 4, 2)])
+            options.append((1, 8192, 8, 1))
+        part = next((o for o in options if cfg.cdiv(n, o[1]) * heads <= sms), None)
+        assert (bwd.block_m, bwd.block_n, bwd.num_warps, bwd.programs_per_sm, bwd.split) == (
+            (*part, True) if part else (2, 4096, 16, 2, False)), (n, residual, layer_norm, size, heads, bwd)
         assert bwd.prefetch == bool(part)
+
+
+def test_forward_rows_of_32768_by_bytes():
+    """Rows of 32768 (run ZZZ): the fused add's fp32 / fp64 rows (128 / 256 KB) split into 8 KB
+    parts as its bf16 rows past 32768 do (one head, every part on its own SM), its bf16 rows stay
+    whole; LayerNorm's bf16 rows without a residual take the 8192-column tiles read three times,
+    with a residual the whole row. Rows of 16384: the fused add splits only 8-byte ones."""
+    def pick(n, residual, layer_norm, size, heads=1, sms=132):
+        return cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
+                               layer_norm=layer_norm, element_size=size)
+    for n in (16385, 32768):
+        assert pick(n, True, False, 4) == cfg.TileConfig(1, 2048, True, 8, programs_per_sm=4, split=True)
+        assert pick(n, True, False, 8) == cfg.TileConfig(1, 1024, True, 8, programs_per_sm=4, split=True)
+        assert not pick(n, True, False, 2).split and pick(n, True, False, 2).one_tile
+        assert not pick(n, True, False, 4, heads=8).split  # per-head weights: no split forward
+        assert not pick(n, True, False, 4, sms=8).split  # 16 parts, 8 SMs: the whole row
+        assert not pick(n, False, False, 4).split and not pick(n, True, True, 4).split
+        assert pick(n, False, True, 2) == cfg.TileConfig(1, 8192, False, 16, centered_pass=True)
+        assert pick(n, True, True, 2).one_tile and not pick(n, True, True, 2).centered_pass
+    for size in (2, 4):
+        assert not pick(16384, True, False, size).split
+    assert pick(16384, True, False, 8).split
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_layer_norm_centered_pass_matches_float64(device, offset):
+    """LayerNorm's column tiles read three times (centered_pass: per-lane Σh, then per-lane
+    Σ(h − mean)², then y) against float64, with a residual, a bias and large means, ragged tiles
+    (N = 2·BLOCK_N + 5), statistics stored; as accurate as Chan's merge of every tile. RMSNorm
+    refuses the flag."""
+    m, n = 5, 2 * 1024 + 5
+    g = torch.Generator().manual_seed(7)
+    x = (offset + torch.randn(m, n, generator=g, dtype=torch.float64)).float().to(device)
+    res = torch.randn(m, n, generator=g).to(device)
+    w, b = (1 + 0.1 * torch.randn(n, generator=g)).to(device), (0.1 * torch.randn(n, generator=g)).to(device)
+    h64 = x.double().cpu() + res.double().cpu()
+    mean64 = h64.mean(1)
+    var64 = ((h64 - mean64[:, None]) ** 2).mean(1)
+    y64 = (h64 - mean64[:, None]) / torch.sqrt(var64[:, None] + 1e-5) * w.double().cpu() + b.double().cpu()
+    errors = []
+    for centered in (False, True):
+        y, h = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+        mean, rstd = torch.empty(m, device=device), torch.empty(m, device=device)
+        ops.launch_fwd(x, y, weight=w, bias=b, residual=res, residual_out=h, mean=mean, rstd=rstd, eps=1e-5,
+                       is_rms_norm=False, config=cfg.TileConfig(1, 1024, False, 4, centered_pass=centered))
+        assert torch.allclose(mean.double().cpu(), mean64, rtol=1e-6, atol=1e-6 * max(offset, 1.0))
+        assert torch.allclose(rstd.double().cpu(), 1 / torch.sqrt(var64 + 1e-5), rtol=1e-5)
+        errors.append(((y.double().cpu() - y64).norm() / y64.norm()).item())
+    assert errors[1] <= max(2 * errors[0], 1e-6), errors
+    with pytest.raises(ValueError, match="centered_pass computes LayerNorm's centred variance"):
+        ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(1, 1024, False, 4, centered_pass=True))
+    with pytest.raises(ValueError, match="centered_pass is a second pass over column tiles"):
+        cfg.TileConfig(1, 1024, True, centered_pass=True)
 
 
 def test_reload_and_register_cap_are_checked():

@@ -57,7 +57,7 @@ from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
 from tests.config_cases import (ELEMENT_SIZE_SCENARIOS, GPU_SCENARIOS, INTERPRET_N_MAX,  # noqa: E402
                                 LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS, VECTOR_ALIGNED_SCENARIOS,
-                                config_problems, describe, heuristic_configs)
+                                config_problems, describe, heuristic_configs, runs_family)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -428,15 +428,17 @@ def test_every_gpu_heuristic_config(problem):
     """Each configuration the GPU heuristics can pick (forward and backward), forced onto a small
     problem: two of the three families per width in turn — rms, fused add (residual +
     dresidual_out + weight offset), LayerNorm (bias, a mean of 2) — so each configuration meets
-    all three over its two widths; bf16 on narrow rows, fp32 on wide ones (the interpreter's bf16
-    conversion is slow); saved and recomputed statistics in turn. On a GPU the same code compiles
+    all three over its two widths (LayerNorm's centered-pass tiles: LayerNorm twice); bf16 on
+    narrow rows, fp32 on wide ones (the interpreter's bf16 conversion is slow); saved and
+    recomputed statistics in turn. On a GPU the same code compiles
     each configuration for real (warps and stages included)."""
     if problem.split and interpret():
         pytest.skip("split rows need every program resident at once (GPU only; the interpreter runs "
                     "programs one after another)")
     index = GPU_PROBLEMS.index(problem)
-    for k in (0, 1):
+    for k in (0, 1):  # LayerNorm's own configurations (its centred second pass) run LayerNorm only
         family = FAMILIES[(index + k) % len(FAMILIES)]
+        family = family if runs_family(problem.config, family) else "layer_norm"
         dtype = BF16 if problem.n <= 4096 and (index + k) % 2 == 0 else F32
         run_forced(problem, family, dtype, recompute=(index + k) % 2 == 1, seed=index)
     record(problem.backward, problem.config, "gpu")

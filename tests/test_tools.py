@@ -3,6 +3,7 @@ profiler attaches to) launches a forced tile and checks its dx against the heuri
 through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
 sweep's and ptx_stats' tile specs parse into the TileConfig they name."""
 
+import dataclasses
 import importlib.util
 import pathlib
 
@@ -53,3 +54,17 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert tile("1x8192w16c") == cfg.TileConfig(1, 8192, False, 16)
     assert tile("16x128w1s3") == cfg.TileConfig(16, 128, True, 1, async_stages=3)
     assert tile("1x8192w8pS") == cfg.TileConfig(1, 8192, True, 8, prefetch=True, split=True)
+    assert parse("1x8192:16:col:two:r32") == cfg.TileConfig(1, 8192, False, 16, centered_pass=True, max_registers=32)
+
+
+def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
+    """tools/tune.py's split candidates (backward) include the heuristic's parts on two programs an SM
+    (run ZZZE) and never ask for two of a part on more than 8 warps."""
+    from normkit import config as cfg
+
+    candidates = _tool("tune").split_candidates(32768)
+    picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln) for ln in (False, True)}
+    assert picked <= {dataclasses.replace(c, prefetch=True) for c in candidates}, picked
+    assert all(c.programs_per_sm == 1 for c in candidates if c.num_warps > 8)
+    assert {c.programs_per_sm for c in candidates if c.num_warps <= 8} == {1, 2}
+    assert all(c.split and c.block_n < 32768 for c in candidates)

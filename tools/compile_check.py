@@ -128,6 +128,10 @@ def cases():
             yield (f"fwd {dtype} split rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
                         STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8), 8)
+        if not one_tile and not rms:  # LayerNorm's column tiles: three reads, staged (CENTERED_PASS, COLUMN_STAGES)
+            yield (f"fwd {dtype} centered-pass staged all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+                   dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
+                        STORE_STATS=True, CENTERED_PASS=True, COLUMN_STAGES=3), 8)
         pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in BWD_POINTERS.items()}
         for recompute in (False, True):
             yield (f"bwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra} recompute={recompute}",

@@ -14,7 +14,12 @@
 #    forward at 8192×32768 / 4096×65536 on three-read column tiles.
 # Prediction (run ZZY): 8192×32768 345 → 322-328 µs, 4096×65536 385 → 358; controls ±1 %; the fused
 # add fp32 8192×32768 on 2048-column parts ~1250 µs (its 4096×65536: 1253).
-# Outcome: (filled in after the run)
+# Outcome (session 15): A/B 8192×32768 342.3 → 317.4, 4096×65536 386.1 → 351.0 µs (met); controls
+# −2.8 to +3.8. GPU tests: 4 failed — the test forced the centered tiles onto RMSNorm (refused by the
+# launcher, as designed; fixed in the test). Sweeps: the fused add fp32 8192×32768 on 8 KB parts
+# 1261.2 against the whole row's 1379.2 (16 KB 1418.0, 2 an SM 1764.0); LayerNorm fp32 on three-read
+# tiles 614-1098 against 532.8 (whole row) / 793.9 (staged): refuted for fp32. One bench process
+# (new, round 3) aborted at exit after writing its JSON (rc 134): RELIABILITY.md "Session 15".
 source tools/device_env.sh
 mkdir -p /tmp/ab/centered && cp -r normkit tools tests pyproject.toml /tmp/ab/centered/ && \
   (cd /tmp/ab/centered && patch -p1 -s < "$OLDPWD/docs/experiments/forward-layer-norm-centered-pass.patch") \

@@ -62,25 +62,29 @@ def parse_config(spec):
         warps = int(warps)
     except ValueError:
         raise ValueError(f"--config expects BLOCK_MxBLOCK_N:WARPS[:flag...], e.g. 1x8192:16:col, got {spec!r}") from None
-    unknown = [f for f in flags if f not in ("col", "reload", "split", "pf") and not (f[:1] in "rps" and f[1:].isdigit())]
+    unknown = [f for f in flags if f not in ("col", "reload", "split", "pf", "two")
+               and not (f[:1] in "rps" and f[1:].isdigit())]
     if unknown:
-        raise ValueError(f"--config flags are col, reload, split, pf (prefetch), rK (a register cap), pK (programs "
-                         f"an SM) and sK (column stages), got {unknown} in {spec!r}")
+        raise ValueError(f"--config flags are col, reload, split, pf (prefetch), two (centered pass), rK (a register "
+                         f"cap), pK (programs an SM) and sK (column stages), got {unknown} in {spec!r}")
     cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
     per_sm = next((int(f[1:]) for f in flags if f.startswith("p") and f[1:].isdigit()), 1)
     stages = next((int(f[1:]) for f in flags if f.startswith("s") and f[1:].isdigit()), 0)
     return cfg.TileConfig(block_m, block_n, "col" not in flags, warps, reload="reload" in flags,
                           max_registers=cap, split="split" in flags, programs_per_sm=per_sm, column_stages=stages,
-                          prefetch="pf" in flags)
+                          prefetch="pf" in flags, centered_pass="two" in flags)
 
 
 def split_candidates(n):
-    """Split rows (backward): part width × rows × warps; always one program per SM (residency)."""
+    """Split rows (backward): part width × rows × warps, one program an SM and, on 4 or 8 warps, two
+    (the launcher fits the grid to the programs the compiled kernel leaves resident, so two is
+    safe to ask for; run ZZZE: 2 × 2048 / 1 × 4096 on 4 warps, two an SM, won every bf16 family)."""
     out = []
-    for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (8, 16, 32)):
+    for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (4, 8, 16, 32)):
         tile = block_n * block_m
         if block_n < n and 4096 <= tile <= 16384 and tile // (32 * warps) in (4, 8, 16, 32):
-            out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=1, split=True))
+            for per_sm in (1, 2) if warps <= 8 else (1,):
+                out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True))
     return out
 
 
@@ -195,7 +199,7 @@ def main():
         configs = [(c, pp) for c in plain
                    for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
         if args.kind == "bwd" and args.split != "no":
-            configs += [(c, 1) for c in split_candidates(n)]
+            configs += [(c, c.programs_per_sm) for c in split_candidates(n)]
         if args.kind == "bwd" and args.prefetch != "no":
             fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs if c.one_tile and not c.prefetch]
             configs = fetched if args.prefetch == "only" else configs + fetched

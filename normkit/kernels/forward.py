@@ -25,6 +25,10 @@ walked in BLOCK_N-wide column tiles twice: once for the statistics (per-tile mea
 with Chan's formula, stable for large means), once to write y (re-reading x and residual: the
 second pass mostly hits L2; RMSNorm asks L2 to keep the first pass's reads, evict_last, and to drop
 the second's, evict_first; COLUMN_STAGES stages the first pass's loads in shared memory, cp.async).
+LayerNorm's column tiles with CENTERED_PASS read the row three times, as torch.compile's looped
+reduction does: per-lane Σh, then per-lane Σ(h − mean)² (the two-pass variance, exact as the whole
+row's), then y — one sum live a pass and one block reduction a pass, instead of Chan's merge of
+every tile.
 With SPLIT > 1 a row's columns are cut into parts, one program each, that exchange their partial
 sums (`_split_rows`: the backward's exchange, kernels/stats.py).
 
@@ -49,6 +53,17 @@ def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COM
     if HAS_RESIDUAL:
         h += tl.load(RESIDUAL + res_offs, mask=mask, other=0.0, eviction_policy=EVICTION).to(COMPUTE_DTYPE)
     return h
+
+
+@triton.jit
+def _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
+                 HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, EVICTION: tl.constexpr):
+    """A column tile of the rows: columns c (masked past N and on rows past M) and its h = x
+    (+ residual) in COMPUTE_DTYPE."""
+    mask = row_mask[:, None] & (c < N)[None, :]
+    h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col, res_rows + c[None, :] * stride_res_col, mask,
+                HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
+    return mask, h
 
 
 @triton.jit
@@ -151,13 +166,15 @@ def norm_fwd_kernel(
     RELOAD: tl.constexpr = False,  # ONE_TILE: y from x (+ residual) read again (from L2), not kept in registers
     SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
     COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
+    CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
     # them. Run ZZO's A/B: RMSNorm 4096×65536 358.6 → 309.0 µs, 2048×131072 396.3 → 375.1; LayerNorm
     # mixed (4096×65536 +8.2, 2048×131072 −8.1), so it keeps the default policy.
-    COLUMN_KEEP: tl.constexpr = "evict_last" if IS_RMS_NORM else ""
-    COLUMN_DROP: tl.constexpr = "evict_first" if IS_RMS_NORM else ""
+    COLUMN_KEEP: tl.constexpr = "evict_last" if IS_RMS_NORM or CENTERED_PASS else ""
+    COLUMN_DROP: tl.constexpr = "evict_first" if IS_RMS_NORM or CENTERED_PASS else ""
+    CENTERED: tl.constexpr = CENTERED_PASS and not IS_RMS_NORM
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     if SPLIT > 1:
@@ -192,17 +209,29 @@ def norm_fwd_kernel(
             mean = tl.sum(h, axis=1) / N
             centered = tl.where(mask, h - mean[:, None], 0.0)
         var = tl.sum(centered * centered, axis=1) / N
-    else:
+    else:  # column tiles: Chan's merge of every tile, or (CENTERED_PASS) per-lane Σh
         mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+        lane = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N, num_stages=COLUMN_STAGES):
             c = start + cols
-            mask = row_mask[:, None] & (c < N)[None, :]
-            h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
-                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP)
+            mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
+                                   HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP)
             if STORE_RESIDUAL_OUT:
                 tl.store(RESIDUAL_OUT + res_out_rows + c[None, :], h, mask=mask)
-            mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N, COMPUTE_DTYPE)
+            if CENTERED:
+                lane += h
+            else:
+                mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N, COMPUTE_DTYPE)
+        if CENTERED:  # as torch.compile's looped reduction: one live sum a pass, then Σ(h − mean)² per lane
+            mean = tl.sum(lane, axis=1) / N
+            lane = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+            for start in tl.range(0, N, BLOCK_N, num_stages=COLUMN_STAGES):
+                mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, start + cols, N, stride_x_col,
+                                       stride_res_col, HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP)
+                d = tl.where(mask, h - mean[:, None], 0.0)
+                lane += d * d
+            m2 = tl.sum(lane, axis=1)
         var = m2 / N
 
     rstd = 1.0 / tl.sqrt(var + eps)
@@ -222,10 +251,9 @@ def norm_fwd_kernel(
     else:
         for start in tl.range(0, N, BLOCK_N):
             c = start + cols
-            mask = row_mask[:, None] & (c < N)[None, :]
             # h again from x (+ residual), unrounded, exactly as the ONE_TILE path uses it.
-            h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col,
-                        res_rows + c[None, :] * stride_res_col, mask, HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_DROP)
+            mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
+                                   HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_DROP)
             y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask,
                         weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
             tl.store(Y + y_rows + c[None, :], y, mask=mask, eviction_policy=COLUMN_DROP)
