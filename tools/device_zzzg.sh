@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Device run ZZZG (prepared in session 15 for the next session, nvidia-h200-x2, ~6 min; no setup:
+# carry [".whl"]).
+#  - GPU 1: the side-by-side grid after design change 13 (the backward's split parts on two programs
+#    an SM, run ZZZF's A/B; "Current numbers" in BENCHMARKS.md still show run ZZZA, before it).
+#  - GPU 0: (1) sweeps: fp32 backward at 4096×16384 / 4096×65536 on split parts with two programs an
+#    SM — Liger leads the fused add's fp32 4096×16384 backward (286 µs against 311, run ZZZA), where
+#    normkit's 1 × 4096 parts on 16 warps (123 registers) fit one an SM; ptxas (sm_90, on the CPU):
+#    1 × 2048 on 8 warps 123-127 registers and 1 × 2048 on 4 warps 226-245 fit two. (2) the fused add
+#    bf16 2048×131072, where 1 × 4096 parts on 4 warps, two an SM, lost (+6.5 %, run ZZZF): 2 × 2048
+#    on 4 warps, two an SM (LayerNorm's, which won there for LayerNorm). (3) compute-sanitizer
+#    memcheck over every split backward configuration (the paired parts were never run under it).
+# Count: the fused add fp32 4096×16384 backward moves 4 × 256 MiB = 1.07 GB → 255 µs at 4206 GB/s.
+# Prediction: two programs an SM ≤ 290 µs there (Liger 286); the fused add 2048×131072 on 2 × 2048
+# within ±3 % of 709; memcheck 0 errors.
+# Outcome: (fill in after the run)
+source tools/device_env.sh
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+sweep() {  # family dtype shapes configs...
+  local family=$1 dtype=$2 shapes=$3
+  shift 3
+  timeout 100 python3 tools/tune.py --kind bwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
+      $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" \
+    | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+), programs_per_sm=([0-9]+).*split=(\w+), prefetch=(\w+).*/\1x\2 w\4 p\5 split=\6 pf=\7/' \
+    | sed "s/^/$family $dtype /"
+}
+(
+  export CUDA_VISIBLE_DEVICES=0
+  for family in fused_add rms layer_norm; do
+    sweep $family fp32 4096x16384,4096x65536 1x2048:8:split:pf:p2 1x2048:4:split:pf:p2 1x2048:8:split:pf \
+        1x4096:16:split:pf
+  done
+  sweep fused_add bf16 2048x131072,4096x65536 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 1x8192:8:split:pf
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$SAN" --tool memcheck --target-processes all \
+      python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
+  echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \
+       "$(grep -c 'FAIL' "$L/memcheck_bwd_split.log") failed; $(grep -E 'ERROR SUMMARY' "$L/memcheck_bwd_split.log" \
+       | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$L/memcheck_bwd_split.log")"
+) > "$L/gpu0.log" 2>&1 &
+( export CUDA_VISIBLE_DEVICES=1; side_by_side 400 ) > "$L/gpu1.log" 2>&1 &
+wait
+cat "$L/gpu0.log" "$L/gpu1.log"
+pack_logs
