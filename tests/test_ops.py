@@ -382,6 +382,36 @@ def test_backward_with_loads_staged_in_shared_memory(device, stages):
             assert_matches(dbias, want[2], torch.float32, "dbias")
 
 
+def test_backward_register_cap_reaches_the_launch(device, monkeypatch):
+    """A backward config's max_registers reaches the launch as Triton's maxnreg (the grid is then
+    fitted to the programs the capped kernel leaves resident), none without it; the capped launch
+    against float64 (RMSNorm and LayerNorm, a partial row block, masked columns)."""
+    from normkit import reference
+
+    seen = []
+    real = ops.launch_fitted
+    monkeypatch.setattr(ops, "launch_fitted", lambda fn, grid, *a, **k: seen.append(k.get("maxnreg"))
+                        or real(fn, grid, *a, **k))
+    m, n = 19, 200
+    g = torch.Generator().manual_seed(11)
+    x, dy = torch.randn(m, n, generator=g), torch.randn(m, n, generator=g)
+    w = 1 + 0.1 * torch.randn(n, generator=g)
+    for rms, cap in ((True, 128), (False, 96), (True, 0)):
+        mean = None if rms else x.double().mean(1)
+        var = x.double().square().mean(1) if rms else x.double().var(1, unbiased=False)
+        rstd = (var + 1e-5).rsqrt()
+        dx, dweight = torch.empty(m, n, device=device), torch.empty(n, device=device)
+        dbias = None if rms else torch.empty(n, device=device)
+        ops.launch_bwd(x.to(device), dy.to(device), dx, weight=w.to(device), dweight=dweight, dbias=dbias,
+                       mean=None if rms else mean.float().to(device), rstd=rstd.float().to(device), eps=1e-5,
+                       is_rms_norm=rms, config=cfg.TileConfig(4, 256, True, 2, max_registers=cap))
+        want = reference.norm_bwd(x.double(), w.double(), dy.double(), mean, rstd, None, eps=1e-5,
+                                  is_rms_norm=rms, bias_dtype=None if rms else torch.float64)
+        assert_matches(dx, want[0], torch.float32, "dx")
+        assert_matches(dweight, want[1], torch.float32, "dweight")
+        assert seen[-1] == (cap or None), (seen, cap)
+
+
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
 def test_staged_backward_with_per_head_weights(device, rms):
     """QK-norm rows (heads of 128, the widths the heuristic stages since run ZZE): per-head weights

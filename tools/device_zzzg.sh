@@ -8,11 +8,16 @@
 #    normkit's 1 × 4096 parts on 16 warps (123 registers) fit one an SM; ptxas (sm_90, on the CPU):
 #    1 × 2048 on 8 warps 123-127 registers and 1 × 2048 on 4 warps 226-245 fit two. (2) the fused add
 #    bf16 2048×131072, where 1 × 4096 parts on 4 warps, two an SM, lost (+6.5 %, run ZZZF): 2 × 2048
-#    on 4 warps, two an SM (LayerNorm's, which won there for LayerNorm). (3) compute-sanitizer
-#    memcheck over every split backward configuration (the paired parts were never run under it).
+#    on 4 warps, two an SM (LayerNorm's, which won there for LayerNorm). (3) bf16 split parts under a
+#    register cap (the backward honours max_registers since session 15's last commit): ptxas (sm_90,
+#    on the CPU, tools/ptx_stats.py --max-registers) 1 × 4096 / 2 × 2048 on 8 warps capped at 128 —
+#    32-128 B spilled, two an SM = 16 warps an SM (the landed paired parts: 8); 1 × 2048 on 4 warps
+#    at 128 — 40-132 B, four an SM. (4) compute-sanitizer memcheck over every split backward
+#    configuration (the paired parts were never run under it).
 # Count: the fused add fp32 4096×16384 backward moves 4 × 256 MiB = 1.07 GB → 255 µs at 4206 GB/s.
 # Prediction: two programs an SM ≤ 290 µs there (Liger 286); the fused add 2048×131072 on 2 × 2048
-# within ±3 % of 709; memcheck 0 errors.
+# within ±3 % of 709; capped 8-warp parts within ±5 % of the paired 4-warp ones (16 warps an SM
+# against 8, a few spilled bytes); memcheck 0 errors.
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -30,7 +35,12 @@ sweep() {  # family dtype shapes configs...
     sweep $family fp32 4096x16384,4096x65536 1x2048:8:split:pf:p2 1x2048:4:split:pf:p2 1x2048:8:split:pf \
         1x4096:16:split:pf
   done
-  sweep fused_add bf16 2048x131072,4096x65536 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 1x8192:8:split:pf
+  sweep fused_add bf16 2048x131072,4096x65536 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 1x8192:8:split:pf \
+      1x4096:8:split:pf:p2:r128 2x2048:8:split:pf:p2:r128
+  for family in rms layer_norm; do
+    sweep $family bf16 8192x32768,4096x65536 1x4096:8:split:pf:p2:r128 2x2048:8:split:pf:p2:r128 \
+        1x2048:4:split:pf:p4:r128
+  done
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$SAN" --tool memcheck --target-processes all \
       python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
   echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \

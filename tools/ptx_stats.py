@@ -10,6 +10,7 @@ row loop's body appears once in the PTX). Run without TRITON_INTERPRET:
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -80,6 +81,8 @@ def main() -> int:
                                   "j: joined sums, c: column path, S: split-row part, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
     p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
+    p.add_argument("--max-registers", type=int, default=None,
+                   help="ptxas' register cap (Triton's maxnreg) instead of the tile's, e.g. 128")
     args = p.parse_args()
     extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
@@ -89,6 +92,8 @@ def main() -> int:
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
                 layer_norm=family == "layer_norm", element_size=4 if args.dtype == "fp32" else 2)
+            if args.max_registers is not None:
+                config = dataclasses.replace(config, max_registers=args.max_registers)
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype),
                                                                         **extra}, config.num_warps, True, args.num_stages,
                                        config.max_registers)
