@@ -13,7 +13,8 @@
 #    on the CPU, tools/ptx_stats.py --max-registers) 1 × 4096 / 2 × 2048 on 8 warps capped at 128 —
 #    32-128 B spilled, two an SM = 16 warps an SM (the landed paired parts: 8); 1 × 2048 on 4 warps
 #    at 128 — 40-132 B, four an SM. (4) compute-sanitizer memcheck over every split backward
-#    configuration (the paired parts were never run under it).
+#    configuration (the paired parts were never run under it). (5) LayerNorm's three-read forward
+#    tiles with their first pass staged 3 / 2 deep (column_stages; run ZZZD swept them unstaged only).
 # Count: the fused add fp32 4096×16384 backward moves 4 × 256 MiB = 1.07 GB → 255 µs at 4206 GB/s.
 # Prediction: two programs an SM ≤ 290 µs there (Liger 286); the fused add 2048×131072 on 2 × 2048
 # within ±3 % of 709; capped 8-warp parts within ±5 % of the paired 4-warp ones (16 warps an SM
@@ -24,7 +25,7 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 sweep() {  # family dtype shapes configs...
   local family=$1 dtype=$2 shapes=$3
   shift 3
-  timeout 100 python3 tools/tune.py --kind bwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
+  timeout 150 python3 tools/tune.py --kind bwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
       $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" \
     | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+), programs_per_sm=([0-9]+).*split=(\w+), prefetch=(\w+).*/\1x\2 w\4 p\5 split=\6 pf=\7/' \
     | sed "s/^/$family $dtype /"
@@ -41,6 +42,11 @@ sweep() {  # family dtype shapes configs...
     sweep $family bf16 8192x32768,4096x65536 1x4096:8:split:pf:p2:r128 2x2048:8:split:pf:p2:r128 \
         1x2048:4:split:pf:p4:r128
   done
+  # (5) LayerNorm's three-read forward tiles with the first pass's loads staged (cp.async), never swept
+  timeout 90 python3 tools/tune.py --kind fwd --family layer_norm --shapes 8192x32768,4096x65536 --each \
+      --config 1x8192:16:col:two:s3 --config 1x8192:16:col:two:s2 --config 1x16384:32:col:two:r32:s3 \
+      --config 1x4096:8:col:two:s3 2>&1 | grep -E "each|Error|heuristic" \
+    | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+).*max_registers=([0-9]+), column_stages=([0-9]), centered_pass=(\w+).*/\1x\2 w\4 r\5 cs=\6 two=\7/'
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$SAN" --tool memcheck --target-processes all \
       python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
   echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \
