@@ -139,7 +139,8 @@ def main():
                    help="time only these tiles (repeatable): BLOCK_MxBLOCK_N:WARPS, with :col for the "
                         "column path (the row read twice, the second time from L2), :reload for a whole row "
                         "read again for y, :rK for ptxas' register cap K, :sK column stages, :split (split rows), :pK programs "
-                        "an SM, :pf prefetch, e.g. 1x8192:16:col, 1x32768:32:reload:r32, 2x4096:8:split:pf")
+                        "an SM, :pf prefetch, :two LayerNorm's three-read column tiles (centered_pass), e.g. "
+                        "1x8192:16:col, 1x32768:32:reload:r32, 2x4096:8:split:pf, 1x8192:16:col:two")
     p.add_argument("--each", action="store_true", help="print every config's time as it is measured (a sweep cut "
                                                        "short by a time limit still reports)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "

@@ -28,7 +28,7 @@ the second's, evict_first; COLUMN_STAGES stages the first pass's loads in shared
 LayerNorm's column tiles with CENTERED_PASS read the row three times, as torch.compile's looped
 reduction does: per-lane Σh, then per-lane Σ(h − mean)² (the two-pass variance, exact as the whole
 row's), then y — one sum live a pass and one block reduction a pass, instead of Chan's merge of
-every tile.
+every tile — with RMSNorm's L2 hints (the two statistics passes keep the row, the output pass drops it).
 With SPLIT > 1 a row's columns are cut into parts, one program each, that exchange their partial
 sums (`_split_rows`: the backward's exchange, kernels/stats.py).
 
