@@ -1,7 +1,8 @@
 """The development tools the device runs depend on still run: tools/launch_tile.py (the target a
 profiler attaches to) launches a forced tile and checks its dx against the heuristic's, here
 through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
-sweep's and ptx_stats' tile specs parse into the TileConfig they name."""
+sweep's and ptx_stats' tile specs parse into the TileConfig they name; BENCHMARKS.md's current
+tables are their raw rows (tools/bench_tables.py)."""
 
 import dataclasses
 import importlib.util
@@ -68,3 +69,19 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     assert all(c.programs_per_sm == 1 for c in candidates if c.num_warps > 8)
     assert {c.programs_per_sm for c in candidates if c.num_warps <= 8} == {1, 2}
     assert all(c.split and c.block_n < 32768 for c in candidates)
+
+
+def test_current_tables_are_their_raw_rows():
+    """BENCHMARKS.md's "Current numbers" tables are what tools/bench_tables.py prints from the raw rows
+    the section names (the first `docs/bench_*.json` after "Raw rows:"): no number typed by hand."""
+    import json
+    import re
+
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    section = text.split("## Current numbers", 1)[1].split("\n## ", 1)[0]
+    raw = re.search(r"Raw rows:\s*`(docs/bench_[^`]+\.json)`", section)
+    assert raw, "the Current numbers section names its raw rows"
+    results = json.loads((ROOT / raw.group(1)).read_text())["results"]
+    tables = _tool("bench_tables").tables(results, text)
+    assert tables.count("#### ") == 6 and tables.count("Geomean speedup") == 6, tables[:400]
+    assert tables.strip() in section, "BENCHMARKS.md's tables differ from tools/bench_tables.py's output"

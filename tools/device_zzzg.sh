@@ -2,7 +2,9 @@
 # Device run ZZZG (prepared in session 15 for the next session, nvidia-h200-x2, ~6 min; no setup:
 # carry [".whl"]).
 #  - GPU 1: the side-by-side grid after design change 13 (the backward's split parts on two programs
-#    an SM, run ZZZF's A/B; "Current numbers" in BENCHMARKS.md still show run ZZZA, before it).
+#    an SM, run ZZZF's A/B; "Current numbers" in BENCHMARKS.md still show run ZZZA, before it). Refresh
+#    the tables with `python tools/bench_tables.py docs/bench_h200_run_zzzg.json` (after copying
+#    bench.json there and naming it under "Raw rows:"; tests/test_tools.py checks they match).
 #  - GPU 0: (1) sweeps: fp32 backward at 4096×16384 / 4096×65536 on split parts with two programs an
 #    SM — Liger leads the fused add's fp32 4096×16384 backward (286 µs against 311, run ZZZA), where
 #    normkit's 1 × 4096 parts on 16 warps (123 registers) fit one an SM; ptxas (sm_90, on the CPU):
