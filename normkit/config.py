@@ -103,6 +103,13 @@ _FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
 # 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
 # parts 1261.2 against 1379.2 for the whole row (16 KB parts 1418.0; 2 programs an SM 1764.0).
 _FWD_SPLIT_MIN_BYTES = 65536
+# RMSNorm's fp32 rows of 65536 / 131072 without a residual split too, in 32 parts a row (the column
+# tiles reach 64-69 %). Run ZZZI's sweep (tools/tune.py --kind fwd --config, µs): 4096×65536 1 × 2048
+# on 4 warps, 4 an SM, 670.1 against the column tiles' 735.1 (1 × 4096 on 8, 2 an SM: 797.2);
+# 2048×131072 1 × 4096 on 8 warps, 2 an SM, 715.6 against 797.0 (1 × 2048 on 4: 825.1). Not bf16
+# (2048×131072: 398-415 against 374) nor LayerNorm (fp32 4096×65536 796 against 788).
+# {whole: (block_m, block_n, num_warps, programs_per_sm)}
+_FWD_SPLIT_RMS_4_BYTE = {65536: (1, 2048, 4, 4), 131072: (1, 4096, 8, 2)}
 # LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
 # y, over 1 × 16384 on 32 warps, 280.0 µs against normkit's whole row 341.7). Sweeps (runs ZZY and
@@ -142,7 +149,8 @@ _SPLIT_PREFETCH = True
 # 1 × 8192; 2048×131072 720.0 against 820.5. The fused add keeps 1 × 8192 (4096×65536: 720.0
 # against 766.2 for 2 × 4096).
 _NARROW_SPLIT = (2, 4096, 8)
-# 4- and 8-byte elements: parts of one row × 16 KB of x on 16 warps. The 2-byte parts in fp32 (32
+# 8-byte elements (and 4-byte ones where _PAIRED_SPLIT_4_BYTE's parts do not all fit): parts of one
+# row × 16 KB of x on 16 warps. The 2-byte parts in fp32 (32
 # KB of x a part, 32 values a thread of each of x, dy, the weight, the prefetched row and the
 # dweight partial) spill to local memory: run ZZS/ZZT (fp32 bwd, µs) 1 × 8192 parts 13362-16388 at
 # 8192×32768 / 4096×65536 for every family, LayerNorm's 2 × 4096 14872 at 8192×32768. Run ZZT's
@@ -164,9 +172,21 @@ _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 # → 523.3, 572.3 → 544.6; the fused add 171.3 → 164.3, 688.2 → 669.5, 710.9 → 694.5, but 2048×131072
 # 709.3 → 755.8 (32 parts a row of 4096 columns): its rows wider than 65536 keep 1 × 8192 on 8 warps.
 # (rows, part width, warps, programs an SM)
-_PAIRED_SPLIT = (2, 2048, 4, 2)
-_PAIRED_SPLIT_RMS = (1, 4096, 4, 2)
+_PAIRED_SPLIT = (2, 2048, 4, 2, 0)
+_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0)
 _PAIRED_SPLIT_RESIDUAL_MAX = 65536
+# LayerNorm's bf16 rows of 32768 (no residual): 2 × 2048 on 8 warps capped at 128 registers, two an SM
+# (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
+# 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
+_PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128)
+# 4-byte rows: 8 KB of x a part (2048 fp32 columns) on 4 warps, two an SM (ptxas, sm_90: 226-245
+# registers); the fused add's rows up to 16384 on 8 warps (123-127). Run ZZZG's sweep (fp32, µs,
+# against 1 × 4096 on 16 warps, one an SM): 4096×16384 RMSNorm 235.1 (8 warps: 233.4) against 255.9,
+# LayerNorm 239.9 against 260.7, the fused add 309.0 on 8 warps (317.3 on 4) against 311.4;
+# 4096×65536 RMSNorm 942.0 against 985.1, LayerNorm 945.4 against 1055.2, the fused add 1233.7
+# against 1244.3 (8 warps: 1313-1469). fp64 keeps _SPLIT_WIDE_ELEMENTS (not measured).
+_PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 2, 0)
+_PAIRED_SPLIT_4_BYTE_RESIDUAL = (1, 2048, 8, 2, 0)
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -321,17 +341,24 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
 
 
 def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
-    """The backward's split parts (rows, part width, warps, programs an SM) for a row of `whole`
+    """The backward's split parts (rows, part width, warps, programs an SM, register cap) for a row of `whole`
     (N rounded up to a power of two) columns, best first: the heuristic takes the first whose parts
     all fit one an SM (parts·heads ≤ multiprocessors)."""
     if element_size > 2:
         rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
-        return ((rows, part_bytes // element_size, warps, 1),)
-    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1)
+        sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0)
+        if element_size > 4:
+            return (sixteen_kb,)
+        paired = (_PAIRED_SPLIT_4_BYTE_RESIDUAL if residual and whole <= _MAX_ONE_TILE_BWD
+                  else _PAIRED_SPLIT_4_BYTE)
+        return (paired, sixteen_kb)
+    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0)
+    narrow = _NARROW_SPLIT + (1, 0)
     if whole <= _MAX_ONE_TILE_BWD:
-        return (_PAIRED_SPLIT, _NARROW_SPLIT + (1,))
+        return (_PAIRED_SPLIT, narrow)
     if layer_norm:
-        return (_PAIRED_SPLIT, _NARROW_SPLIT + (1,), wide)
+        first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
+        return (first, narrow, wide)
     if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
         return (wide,)
     return (_PAIRED_SPLIT_RMS, wide)
@@ -371,9 +398,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles; the fused add's rows of more than 64 KB (fp32 32768 too) split
-    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES);
+    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's fp32 rows of
+    65536 / 131072 in 32 parts (_FWD_SPLIT_RMS_4_BYTE);
     the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
-    _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
+    _PAIRED_SPLIT_4_BYTE: 4-byte rows likewise, _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
@@ -408,10 +436,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         if whole <= _MAX_ONE_TILE_BWD // 2:
             return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
         narrow = whole <= _MAX_ONE_TILE_BWD
-        for rows, part, warps, per_sm in _split_parts(whole, residual, layer_norm, element_size):
+        for rows, part, warps, per_sm, cap in _split_parts(whole, residual, layer_norm, element_size):
             if cdiv(n, part) * heads <= multiprocessors:
                 return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
-                                  prefetch=_SPLIT_PREFETCH)
+                                  prefetch=_SPLIT_PREFETCH, max_registers=cap)
         if narrow:
             return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
         return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)
@@ -428,6 +456,10 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     block_n = part_bytes // element_size
     if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
             and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
+    if (not (residual or layer_norm) and heads == 1 and element_size == 4 and whole in _FWD_SPLIT_RMS_4_BYTE
+            and cdiv(n, _FWD_SPLIT_RMS_4_BYTE[whole][1]) <= multiprocessors):
+        block_m, block_n, warps, per_sm = _FWD_SPLIT_RMS_4_BYTE[whole]
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if whole > _MAX_ONE_TILE_FWD:
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)

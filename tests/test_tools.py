@@ -60,14 +60,19 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
 
 def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     """tools/tune.py's split candidates (backward) include the heuristic's parts on two programs an SM
-    (run ZZZE) and never ask for two of a part on more than 8 warps."""
+    (run ZZZE; LayerNorm's at 32768 capped at 128 registers, run ZZZH) and never ask for two of a part
+    on more than 8 warps."""
     from normkit import config as cfg
 
     candidates = _tool("tune").split_candidates(32768)
-    picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln) for ln in (False, True)}
+    picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln, element_size=size)
+              for ln in (False, True) for size in (2, 4)}
     assert picked <= {dataclasses.replace(c, prefetch=True) for c in candidates}, picked
     assert all(c.programs_per_sm == 1 for c in candidates if c.num_warps > 8)
     assert {c.programs_per_sm for c in candidates if c.num_warps <= 8} == {1, 2}
+    # two of 8 warps fit at 128 registers (the heuristic's LayerNorm parts at 32768), uncapped too
+    assert {c.max_registers for c in candidates if c.num_warps == 8 and c.programs_per_sm == 2} == {0, 128}
+    assert all(c.max_registers == 0 for c in candidates if c.num_warps != 8 or c.programs_per_sm == 1)
     assert all(c.split and c.block_n < 32768 for c in candidates)
 
 

@@ -58,15 +58,16 @@ ab_summarised() {
 }
 
 # checked_tests LIMIT PYTEST_ARGS...: pytest with the launcher in check mode and 0.3× the hypothesis
-# examples, SIGINT at LIMIT s (the summary still prints which tests failed), log $L/tests.log;
-# prints the count, the failures and the configurations run.
+# examples, SIGINT at LIMIT s (the summary still prints which tests failed), log $L/${TESTS_LOG:-tests}.log
+# (two calls at once on two GPUs need two names); prints the count, the failures and the
+# configurations run.
 checked_tests() {
-  local limit=$1
+  local limit=$1 log="$L/${TESTS_LOG:-tests}.log"
   shift
   NORMKIT_FAST_LAUNCH=check NORMKIT_HYPOTHESIS_EXAMPLES=0.3 timeout -s INT -k 20 "$limit" python3 -m pytest -q \
-      -p no:cacheprovider -rfE -W ignore::DeprecationWarning "$@" > "$L/tests.log" 2>&1
-  echo "tests rc=$? $(tail -1 "$L/tests.log")"
-  grep -E "^(FAILED|ERROR)|configurations" "$L/tests.log" | head
+      -p no:cacheprovider -rfE -W ignore::DeprecationWarning "$@" > "$log" 2>&1
+  echo "tests rc=$? $(tail -1 "$log")"
+  grep -E "^(FAILED|ERROR)|configurations" "$log" | head
 }
 
 # side_by_side LIMIT: every family, normkit against its peers (BENCHMARKS' current numbers), into

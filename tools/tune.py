@@ -76,15 +76,22 @@ def parse_config(spec):
 
 
 def split_candidates(n):
-    """Split rows (backward): part width × rows × warps, one program an SM and, on 4 or 8 warps, two
+    """Split rows (backward): part width × rows × warps (2048-16384 elements a part: fp32's 1 × 2048
+    too), one program an SM and, on 4 or 8 warps, two
     (the launcher fits the grid to the programs the compiled kernel leaves resident, so two is
-    safe to ask for; run ZZZE: 2 × 2048 / 1 × 4096 on 4 warps, two an SM, won every bf16 family)."""
+    safe to ask for; run ZZZE: 2 × 2048 / 1 × 4096 on 4 warps, two an SM, won every bf16 family),
+    and two on 8 warps also capped at the registers that let two fit (128: run ZZZH, LayerNorm's rows
+    of 32768)."""
     out = []
     for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (4, 8, 16, 32)):
         tile = block_n * block_m
-        if block_n < n and 4096 <= tile <= 16384 and tile // (32 * warps) in (4, 8, 16, 32):
+        if block_n < n and 2048 <= tile <= 16384 and tile // (32 * warps) in (4, 8, 16, 32):
             for per_sm in (1, 2) if warps <= 8 else (1,):
                 out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True))
+                fitting = 65536 // (per_sm * warps * 32)  # an SM's 64K registers shared by per_sm programs
+                if per_sm > 1 and fitting < 255:
+                    out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
+                                              max_registers=fitting))
     return out
 
 
