@@ -21,7 +21,13 @@
 # Prediction: two programs an SM ≤ 290 µs there (Liger 286); the fused add 2048×131072 on 2 × 2048
 # within ±3 % of 709; capped 8-warp parts within ±5 % of the paired 4-warp ones (16 warps an SM
 # against 8, a few spilled bytes); memcheck 0 errors.
-# Outcome: (fill in after the run)
+# Outcome (session 16): fp32 two an SM won but at the Liger shape — RMSNorm 4096×16384 233.4 / 235.1
+# (8 / 4 warps) against 255.9, 4096×65536 942.0 (4 warps) against 985.1, LayerNorm 239.9 / 945.4
+# against 260.7 / 1055.2, the fused add 309.0 (8 warps) / 1233.7 (4) against 311.4 / 1244.3 (Liger 286:
+# refuted); the fused add 2048×131072 on 2 × 2048 773.7 against 732.8 (+5.6 %); capped 8-warp parts:
+# LayerNorm 8192×32768 543.2 against 580.7, elsewhere 548-1409 against 508-599; staged three-read
+# tiles 354-560 against 321.5 / 359.8 (refuted); memcheck 60 runs, 0 errors. Side by side: bench.json
+# → docs/bench_h200_run_zzzg.json. Landed from it: design change 14 (run ZZZH).
 source tools/device_env.sh
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 sweep() {  # family dtype shapes configs...
