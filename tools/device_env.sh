@@ -77,3 +77,31 @@ side_by_side() {
       --json "$OUT/bench.json" --plot "$OUT/bench.png" > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"
 }
+
+# memcheck_split KIND LIMIT: compute-sanitizer memcheck over every split-row configuration of KIND
+# (fwd / bwd) the heuristics pick (tools/sanitize_sweep.py --split only), log
+# $L/memcheck_KIND_split.log; prints the runs, failures and the error summary.
+memcheck_split() {
+  local kind=$1 limit=$2 log="$L/memcheck_$1_split.log" san
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$limit" "$san" --tool memcheck --target-processes all \
+      python3 tools/sanitize_sweep.py --kind "$kind" --split only > "$log" 2>&1
+  echo "memcheck $kind split (exit $?): $(grep -c ': ok (' "$log") runs ok, $(grep -c 'FAIL' "$log") failed;" \
+       "$(grep -E 'ERROR SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$log")"
+}
+
+# tune_sweep KIND FAMILY DTYPE SHAPES LIMIT CONFIG...: tools/tune.py's time of each CONFIG (--each)
+# and of the heuristic, one line each, the tile shortened (ROWSxWIDTH, warps, programs an SM, ...).
+tune_sweep() {
+  local kind=$1 family=$2 dtype=$3 shapes=$4 limit=$5
+  shift 5
+  timeout "$limit" python3 tools/tune.py --kind "$kind" --family "$family" --dtype "$dtype" --shapes "$shapes" \
+      --each $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" | short_tiles \
+    | sed "s/^/$family $dtype /"
+}
+short_tiles() {
+  sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=/\1x\2 one=/; s/, num_stages=[0-9]+//;
+          s/, (split|prefetch|joined_sums|async_stages|reload|column_stages|centered_pass|max_registers)=(False|0)//g;
+          s/num_warps=/w/; s/programs_per_sm=/p/; s/max_registers=/r/; s/column_stages=/cs/;
+          s/centered_pass=True/two/; s/, / /g; s/\)$//'
+}

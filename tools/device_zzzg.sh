@@ -29,15 +29,7 @@
 # tiles 354-560 against 321.5 / 359.8 (refuted); memcheck 60 runs, 0 errors. Side by side: bench.json
 # → docs/bench_h200_run_zzzg.json. Landed from it: design change 14 (run ZZZH).
 source tools/device_env.sh
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-sweep() {  # family dtype shapes configs...
-  local family=$1 dtype=$2 shapes=$3
-  shift 3
-  timeout 150 python3 tools/tune.py --kind bwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
-      $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" \
-    | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+), programs_per_sm=([0-9]+).*split=(\w+), prefetch=(\w+).*/\1x\2 w\4 p\5 split=\6 pf=\7/' \
-    | sed "s/^/$family $dtype /"
-}
+sweep() { tune_sweep bwd "$1" "$2" "$3" 150 "${@:4}"; }  # family dtype shapes configs...
 (
   export CUDA_VISIBLE_DEVICES=0
   for family in fused_add rms layer_norm; do
@@ -51,15 +43,9 @@ sweep() {  # family dtype shapes configs...
         1x2048:4:split:pf:p4:r128
   done
   # (5) LayerNorm's three-read forward tiles with the first pass's loads staged (cp.async), never swept
-  timeout 90 python3 tools/tune.py --kind fwd --family layer_norm --shapes 8192x32768,4096x65536 --each \
-      --config 1x8192:16:col:two:s3 --config 1x8192:16:col:two:s2 --config 1x16384:32:col:two:r32:s3 \
-      --config 1x4096:8:col:two:s3 2>&1 | grep -E "each|Error|heuristic" \
-    | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+).*max_registers=([0-9]+), column_stages=([0-9]), centered_pass=(\w+).*/\1x\2 w\4 r\5 cs=\6 two=\7/'
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$SAN" --tool memcheck --target-processes all \
-      python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
-  echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \
-       "$(grep -c 'FAIL' "$L/memcheck_bwd_split.log") failed; $(grep -E 'ERROR SUMMARY' "$L/memcheck_bwd_split.log" \
-       | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$L/memcheck_bwd_split.log")"
+  tune_sweep fwd layer_norm bf16 8192x32768,4096x65536 90 1x8192:16:col:two:s3 1x8192:16:col:two:s2 \
+      1x16384:32:col:two:r32:s3 1x4096:8:col:two:s3
+  memcheck_split bwd 150
 ) > "$L/gpu0.log" 2>&1 &
 ( export CUDA_VISIBLE_DEVICES=1; side_by_side 400 ) > "$L/gpu1.log" 2>&1 &
 wait

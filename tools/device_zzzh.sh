@@ -32,20 +32,8 @@ source tools/device_env.sh
   export CUDA_VISIBLE_DEVICES=1
   checked_tests 200 tests/test_properties.py tests/test_split_rows.py tests/test_reliability.py \
       -k "gpu_heuristic_config and bwd and split or test_split_rows or bitwise"
-  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 "$SAN" --tool memcheck --target-processes all \
-      python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
-  echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \
-       "$(grep -c 'FAIL' "$L/memcheck_bwd_split.log") failed; $(grep -E 'ERROR SUMMARY' "$L/memcheck_bwd_split.log" \
-       | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$L/memcheck_bwd_split.log")"
-  sweep() {  # family dtype shapes configs...
-    local family=$1 dtype=$2 shapes=$3
-    shift 3
-    timeout 100 python3 tools/tune.py --kind bwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
-        $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" \
-      | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+), programs_per_sm=([0-9]+).*max_registers=([0-9]+).*/\1x\2 w\4 p\5 r\6/' \
-      | sed "s/^/$family $dtype /"
-  }
+  memcheck_split bwd 120
+  sweep() { tune_sweep bwd "$1" "$2" "$3" 100 "${@:4}"; }  # family dtype shapes configs...
   sweep layer_norm bf16 4096x16384,2048x131072 2x2048:8:split:pf:p2:r128 2x2048:4:split:pf:p4:r128
   sweep layer_norm bf16 8192x32768 2x2048:4:split:pf:p4:r128 4x1024:8:split:pf:p2:r128 \
       2x2048:16:split:pf:r128 1x2048:8:split:pf:p2:r128

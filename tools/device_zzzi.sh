@@ -23,23 +23,11 @@ source tools/device_env.sh
   export CUDA_VISIBLE_DEVICES=0
   checked_tests 320 tests/test_properties.py tests/test_split_rows.py tests/test_reliability.py \
       -k "gpu_heuristic_config and bwd and split or test_split_rows or bitwise"
-  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 200 "$SAN" --tool memcheck --target-processes all \
-      python3 tools/sanitize_sweep.py --kind bwd --split only > "$L/memcheck_bwd_split.log" 2>&1
-  echo "memcheck bwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd_split.log") runs ok," \
-       "$(grep -c 'FAIL' "$L/memcheck_bwd_split.log") failed; $(grep -E 'ERROR SUMMARY' "$L/memcheck_bwd_split.log" \
-       | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$L/memcheck_bwd_split.log")"
+  memcheck_split bwd 200
 ) > "$L/gpu0.log" 2>&1 &
 (
   export CUDA_VISIBLE_DEVICES=1
-  fwd_sweep() {  # family dtype shapes configs...
-    local family=$1 dtype=$2 shapes=$3
-    shift 3
-    timeout 70 python3 tools/tune.py --kind fwd --family "$family" --dtype "$dtype" --shapes "$shapes" --each \
-        $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" \
-      | sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=(\w+), num_warps=([0-9]+), programs_per_sm=([0-9]+).*split=(\w+).*/\1x\2 w\4 p\5 split=\6/' \
-      | sed "s/^/$family $dtype /"
-  }
+  fwd_sweep() { tune_sweep fwd "$1" "$2" "$3" 70 "${@:4}"; }  # family dtype shapes configs...
   for family in rms layer_norm; do
     fwd_sweep $family fp32 4096x65536,2048x131072 1x2048:8:split:p4 1x4096:8:split:p2 1x2048:4:split:p4
     fwd_sweep $family bf16 2048x131072 1x4096:8:split:p4 1x8192:8:split:p2

@@ -22,12 +22,7 @@ source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=1
   checked_tests 150 tests/test_properties.py tests/test_split_rows.py -k "gpu_heuristic_config and fwd and split or test_split_rows"
-  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 "$SAN" --tool memcheck --target-processes all \
-      python3 tools/sanitize_sweep.py --kind fwd --split only > "$L/memcheck_fwd_split.log" 2>&1
-  echo "memcheck fwd split (exit $?): $(grep -c ': ok (' "$L/memcheck_fwd_split.log") runs ok," \
-       "$(grep -c 'FAIL' "$L/memcheck_fwd_split.log") failed; $(grep -E 'ERROR SUMMARY' "$L/memcheck_fwd_split.log" \
-       | sort | uniq -c | tr '\n' ' ')$(grep 'sanitize_sweep:' "$L/memcheck_fwd_split.log")"
+  memcheck_split fwd 90
 ) > "$L/gpu1.log" 2>&1 &
 wait
 cat "$L/gpu0.log" "$L/gpu1.log"
