@@ -2,7 +2,7 @@
 
 For each shape, time every candidate TileConfig (CUDA-graph replays, inputs rotated past L2),
 check it against the heuristic's result, and print the heuristic's time, the best config and
-both as % of the copy bandwidth measured in the same run. Results feed normkit/config.py.
+both as % of the copy bandwidth measured in the same run. Results feed normkit/config/ (forward.py, backward.py).
 
     python tools/tune.py --kind bwd --json $OUT/tune_bwd.json
 

@@ -64,7 +64,7 @@ shuffles and, across warps, shared-memory round trips behind barriers. tl.join s
 tiles on a trailing axis of 2, so one tl.sum reduces both and each barrier carries two values
 (ptxas, sm_90, LayerNorm 1 × 8192 on 16 warps: 14 → 11 bar.sync a row block). LayerNorm only:
 RMSNorm needs no Σg at all (_dh), so its whole-row tiles reduce Σ(g·h) alone (10 → 7 at 1 × 8192).
-config.py's _JOIN_SUMS_ROWS says where joining is faster; not on several-row bf16 tiles.
+config/backward.py's _JOIN_SUMS_ROWS says where joining is faster; not on several-row bf16 tiles.
 """
 
 import triton

@@ -1,0 +1,69 @@
+"""Launch heuristics: tile shape, warps and grid from N, the element size and the device.
+
+Pure functions of their arguments (cached), so no device query or Python work that a cache can
+hold runs on every call. Every constant has its reason beside it. Tests may pass a `TileConfig`
+of their own to the launchers in `normkit.ops` to reach every code path on small shapes.
+
+    tile.py      TileConfig (how one program walks its rows), next_power_of_2, cdiv
+    forward.py   the forward's measured tables and its pick, forward_tile
+    backward.py  the backward's measured tables and its pick, backward_tile
+    grid.py      rows a tile at small M, the persistent grid, residency, the dweight finisher's tile
+"""
+
+import functools
+
+from .backward import _MAX_ONE_TILE_BWD, backward_tile
+from .forward import _MAX_ONE_TILE_FWD, forward_tile
+from .grid import backward_grid, finish_config, fit_block_m, resident_programs, split_parts
+from .tile import TileConfig, cdiv, next_power_of_2
+
+__all__ = ["TileConfig", "backward_grid", "cdiv", "finish_config", "fit_block_m", "next_power_of_2",
+           "resident_programs", "split_parts", "tile_config", "_MAX_ONE_TILE_BWD", "_MAX_ONE_TILE_FWD"]
+
+# Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
+# fewer and larger the programs, the faster; registers do not exist there.
+_INTERPRET_TILE_ELEMENTS = 65536
+
+
+@functools.lru_cache(maxsize=None)
+def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
+                residual: bool = False, layer_norm: bool = False, element_size: int = 2,
+                vector_aligned: bool = True) -> TileConfig:
+    """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
+
+    heads and multiprocessors matter only for split rows (wide rows on a GPU: the backward's, and
+    the fused add's forward): every part of every head needs a resident program, so a split needs
+    parts·heads ≤ multiprocessors (the forward splits only rows of one head).
+    residual: the backward also reads dresidual_out, the forward a residual (fused add), which
+    moves the best tile.
+    layer_norm: LayerNorm's forward (two dependent reductions: the mean, then the centred
+    variance) takes tiles of its own; its backward shares RMSNorm's (since session 11: the
+    staged tiles won both) except for short 2-byte rows (_BWD_ASYNC_LAYER_NORM).
+    element_size: bytes per element of x; the backward's 2-byte rows of 128, 256 and 1024 … 8192
+    stage their loads in shared memory (_staged_tile), the others prefetch or load plainly;
+    4-byte rows join their row sums on more tiles (_JOIN_SUMS_WIDE_ELEMENTS) and take tiles of
+    their own at some widths (_BWD_PLAIN_4_BYTE), as does LayerNorm's forward
+    (_FWD_LAYER_NORM_4_BYTE).
+    The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
+    RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP). LayerNorm's bf16
+    rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
+    Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
+    RMSNorm's on 16384-column tiles; the fused add's rows of more than 64 KB (fp32 32768 too) split
+    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's fp32 rows of
+    65536 / 131072 in 32 parts (_FWD_SPLIT_RMS_4_BYTE);
+    the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
+    _PAIRED_SPLIT_4_BYTE: 4-byte rows likewise, _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
+    vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
+    of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
+    Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
+    loads as written (ptxas, LayerNorm 2 × 2048 with N and strides not multiples of 16: 80 scalar
+    loads, no cp.async of x or dy) — so rows that are not keep the prefetching tile.
+    """
+    whole = next_power_of_2(n)
+    if interpret:
+        block_n = min(whole, _INTERPRET_TILE_ELEMENTS)
+        return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
+                          one_tile=block_n >= n)
+    if backward:
+        return backward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size, vector_aligned)
+    return forward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size)

@@ -1,0 +1,246 @@
+"""The backward's launch heuristics: measured tables (tools/tune.py on an H200, BENCHMARKS.md; each
+constant with the measurement beside it) and `backward_tile`, the backward half of `tile_config`."""
+
+from typing import Optional
+
+from .tile import _MAX_BLOCK_M, TileConfig, cdiv
+
+# Widest row kept whole in registers: x, dy, w and the dweight partial are live at once; a 16384
+# row on 8 warps spills, yet ran 4096×16384 in 146 µs against 233 for two passes over column tiles
+# (run C); 32768 lost to column tiles.
+_MAX_ONE_TILE_BWD = 16384
+# Column tile for rows wider than that (two passes over the row, the second mostly from L2):
+# 4096 × 2 rows × 16 warps won 3 of 4 wide shapes (4096×16384 … 2048×131072) by 2-45 %.
+_COLUMN_TILE = 4096
+_COLUMN_TILE_ROWS = 2
+# Backward, rows wider than _MAX_ONE_TILE_BWD on a GPU: split rows (kernels/backward.py), each
+# part a whole-row-like tile held in registers by its own program, the parts of a row exchanging
+# their partial sums. Every program must be resident (the parts wait on each other, so a program
+# that is not resident would deadlock its group): the launcher fits the grid to the programs the
+# compiled kernel leaves resident, the heuristic asks that the parts fit one an SM. Sweep (run E,
+# 21 split configs on 4096×16384 … 2048×131072): parts of 2 rows × 8192 columns on 16 warps won every wide
+# shape (8192×32768: 620 µs = 62 % against 881 for 1 row — each exchange costs a round trip
+# through L2 while the SM idles, so two rows per exchange halve that cost; 4 × 4096: 720).
+# N = 16384 stayed a whole row then (149 µs against 157 for the best split); since split parts
+# prefetch (change 5) and pipeline their exchange (change 6), parts of 2 rows × 4096 on 8 warps
+# (run ZI, tools/tune.py --split only, 4096×16384 bf16): fused add 172.2 µs against 202.7 for the
+# whole row (which spills 308 B), RMSNorm 141.7 against 141-143 — _NARROW_SPLIT below. Its A/B
+# (run ZJ, 2 rounds, 4096×16384 bf16): LayerNorm 208.4 → 160.4 µs, fused add 195.8 → 175.1,
+# RMSNorm 141.9 → 140.3. The whole row remains where the parts of all heads cannot be resident.
+_SPLIT_PART = 8192
+# Run J (design change 5): with PREFETCH, parts of 1 row on 8 warps won (8192×32768: 606 µs against
+# 682 for 2 rows × 16 warps without; 2048×131072: 691 against 756).
+_SPLIT_ROWS = 1
+_SPLIT_WARPS = 8
+_SPLIT_PREFETCH = True
+# 8192 < N ≤ 16384, and LayerNorm's rows of every width above, where the paired parts below do not
+# fit: rows, part width, warps (prefetching parts; one program an SM). LayerNorm's 1 × 8192 part
+# spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14); run ZZR's sweep (tools/tune.py
+# --split only, bf16, µs): 4096×65536 2 × 4096 on 8 warps 689.1 (16 warps 686.0) against 814.5 for
+# 1 × 8192; 2048×131072 720.0 against 820.5. The fused add keeps 1 × 8192 (4096×65536: 720.0
+# against 766.2 for 2 × 4096).
+_NARROW_SPLIT = (2, 4096, 8)
+# 8-byte elements (and 4-byte ones where _PAIRED_SPLIT_4_BYTE's parts do not all fit): parts of one
+# row × 16 KB of x on 16 warps. The 2-byte parts in fp32 (32
+# KB of x a part, 32 values a thread of each of x, dy, the weight, the prefetched row and the
+# dweight partial) spill to local memory: run ZZS/ZZT (fp32 bwd, µs) 1 × 8192 parts 13362-16388 at
+# 8192×32768 / 4096×65536 for every family, LayerNorm's 2 × 4096 14872 at 8192×32768. Run ZZT's
+# sweep (tools/tune.py --config, 7 parts): 1 × 4096 on 16 warps RMSNorm 975.4 (the best; 8192×32768
+# 1030.8 against the best 965.9 for 2 × 2048 on 16), the fused add 1243.3 (best; 1245.2 against
+# 1207.5), LayerNorm 1045.4 (best; 1110.5 against 1096.9 on 8 warps). fp64 (2048 columns) by
+# analogy, not measured. (rows, part bytes, warps)
+_SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
+# 2-byte rows: two programs an SM, each on 4 warps (what fits: ptxas, sm_90, 254-255 registers for
+# 1 × 4096 and 2 × 2048 parts on 4 warps; the launcher fits the grid to what the compiled kernel
+# leaves resident, so a build that fits one still runs). The split's candidates had all been one
+# program an SM (8 warps waiting on the exchange); run ZZZE's sweep (tools/tune.py --config, bf16,
+# µs): 2 × 2048 on 4 warps, 2 an SM — LayerNorm 8192×32768 587.2 against 638.1 for 2 × 4096 on 8,
+# 4096×65536 604.3 against 688.9; RMSNorm 4096×16384 127.0 against 140.4; the fused add 8192×32768
+# 706.9 against 720.3. 1 × 4096 on 4 warps, 2 an SM — RMSNorm 8192×32768 506.8 against 552.7 for 1 ×
+# 8192 on 8 (2 × 2048: 529.0), 4096×65536 530.4 against 591.9 (548.0); LayerNorm 707.3 / 743.9.
+# Run ZZZF's A/B (2 rounds, bf16, µs): LayerNorm 4096×16384 161.8 → 148.2, 8192×32768 631.8 → 578.1,
+# 4096×65536 683.3 → 598.2, 2048×131072 709.5 → 617.9; RMSNorm 138.5 → 125.7, 550.6 → 502.3, 583.3
+# → 523.3, 572.3 → 544.6; the fused add 171.3 → 164.3, 688.2 → 669.5, 710.9 → 694.5, but 2048×131072
+# 709.3 → 755.8 (32 parts a row of 4096 columns): its rows wider than 65536 keep 1 × 8192 on 8 warps.
+# (rows, part width, warps, programs an SM)
+_PAIRED_SPLIT = (2, 2048, 4, 2, 0)
+_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0)
+_PAIRED_SPLIT_RESIDUAL_MAX = 65536
+# LayerNorm's bf16 rows of 32768 (no residual): 2 × 2048 on 8 warps capped at 128 registers, two an SM
+# (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
+# 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
+_PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128)
+# 4-byte rows: 8 KB of x a part (2048 fp32 columns) on 4 warps, two an SM (ptxas, sm_90: 226-245
+# registers); the fused add's rows up to 16384 on 8 warps (123-127). Run ZZZG's sweep (fp32, µs,
+# against 1 × 4096 on 16 warps, one an SM): 4096×16384 RMSNorm 235.1 (8 warps: 233.4) against 255.9,
+# LayerNorm 239.9 against 260.7, the fused add 309.0 on 8 warps (317.3 on 4) against 311.4;
+# 4096×65536 RMSNorm 942.0 against 985.1, LayerNorm 945.4 against 1055.2, the fused add 1233.7
+# against 1244.3 (8 warps: 1313-1469). fp64 keeps _SPLIT_WIDE_ELEMENTS (not measured).
+_PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 2, 0)
+_PAIRED_SPLIT_4_BYTE_RESIDUAL = (1, 2048, 8, 2, 0)
+# Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
+# every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
+# more bytes in flight per program hides HBM latency better than more, smaller programs.
+_BWD_TILE_ELEMENTS = 8192
+# N = 8192: two rows on 16 warps, 1 program per SM (247 µs against 258 for 2 per SM).
+_BWD_WIDE_ROWS = 2
+# Backward, whole rows of 1024 … 8192 with PREFETCH (design change 5, device run J, bf16, µs,
+# against the best config without it in the same sweep): the next row block's loads in flight
+# during this block's math. whole row: (block_m, num_warps, programs_per_sm). Since runs ZX-ZZ
+# 2-byte rows stage their loads in shared memory instead (_BWD_ASYNC_2_BYTE, below): these tiles
+# (and the two tables after) serve 4- and 8-byte elements, and the fused add's 2-byte rows of 8192.
+_BWD_PREFETCH = {
+    # 16384×1024: (4, 4, 2) 36.3 against 43.5 (run J); 2 rows, 4 an SM: RMSNorm 29.7 against 30.4
+    # (run ZG's sweep), run ZK's A/B (3 rounds) 30.7 → 29.8, LayerNorm 31.9 → 32.0
+    1024: (2, 4, 4),
+    2048: (2, 8, 2),  # 16384×2048: 60.1 against 61.6; 4096×2048: 23.1 against 24.7
+    4096: (2, 16, 1),  # 16384×4096: 108.0 against 139.7 (LayerNorm 113.6 / 175.8, fp32 202 / 224)
+    8192: (1, 16, 1),  # 16384×8192: 206.1 against 256.6
+}
+# The fused-add backward (HAS_DRESIDUAL: a fourth (M, N) stream, dresidual_out) wants more
+# programs with fewer bytes each: 1 row on half the warps, twice the programs per SM, at N = 4096
+# (run M, 16384×4096 bf16: 137.9 µs against 143.2 for the plain RMSNorm choice) and N = 2048
+# (run U, 16384×2048 bf16: 69.6 µs = 91 % of copy against 72.4 = 87 %). 1024 and 8192 not swept.
+# N = 1024 (run ZG, tools/tune.py, 16384×1024 bf16): 2 rows on 4 warps, 4 per SM, 37.2 µs against
+# 39.9 for the then plain choice (4 × 1024, 2/SM) — the plain choice since run ZK.
+_BWD_PREFETCH_RESIDUAL = {2048: (1, 4, 4), 4096: (1, 8, 2)}
+# The same with 4-byte elements at N = 4096: 1 × 4096 on 8 warps needs 168 registers (one program
+# an SM); on 16 warps, 1 an SM: 253.5 µs against 280.2 (run ZL, tools/tune.py, fp32 16384×4096).
+_BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
+# Backward, whole rows of 2-byte elements (bf16 / fp16) at 1024 … 8192: no prefetch in registers;
+# the row loop's loads staged 3 deep in shared memory instead (async_stages, Triton's software
+# pipeliner: cp.async), two row blocks in flight a program against prefetch's one. Device runs
+# ZX-ZY (tools/tune.py --async-stages, 16384 rows, µs, this tile against the prefetching
+# heuristic of the same run): RMSNorm ×1024 28.0 / 29.6, ×2048 51.8 / 53.2, ×4096 99.9 / 103.3,
+# ×8192 196.3 / 200.8; LayerNorm 29.0 / 30.8, 52.7 / 55.0, 102.1 / 105.6, 199.2 / 206.0; fused add
+# 36.3 / 37.0, 68.1 / 68.7, 130.0 / 130.7, 256.9 / 257.2; 4096×2048 16.2 / 17.1. Two stages never
+# won; four won some shapes by ≤ 1.6 µs and lost ×8192 by 20. ptxas gives the staged tiles more
+# registers than prefetch's (LayerNorm 178-238 a thread, tools/ptx_stats.py): 2 programs an SM
+# fit at 1024 and 2048 (RMSNorm ×2048 fits 3, and ran 54.5 µs on 3 against 51.8), one of 8 warps
+# at 4096 and 8192. Not for 4-byte elements: fp32 ×4096 ran 201-207 against 198-201 prefetching.
+# Run ZZ's A/B (3 rounds, 16384 rows): RMSNorm −2.1 … −6.2 µs, LayerNorm −2.6 … −7.5, fused add
+# −0.7 / −1.0 at 2048 / 4096 — but +1.3 at 8192 (its sweep: −0.3), where the fused add keeps its
+# prefetching tile (_BWD_ASYNC_RESIDUAL_MAX). GPUs before sm_80 have no cp.async: there the loop
+# runs as written (correct, unpipelined; compiled for sm_70 / sm_75 on the CPU).
+# whole row: (block_m, num_warps, programs_per_sm).
+_BWD_ASYNC_2_BYTE = {128: (16, 1, 4), 256: (8, 1, 4),
+                     1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
+_BWD_ASYNC_STAGES = 3
+_BWD_ASYNC_RESIDUAL_MAX = 4096
+# Short rows (QK-norm heads of 128 and 256) stage too, on one warp: 2048 elements a program and 4
+# programs an SM for RMSNorm (run ZZE's sweep, tools/tune.py --block-m 8,16,32 --warps 1,2,4 --ppsm
+# 4,8 --async-stages 3,4, bf16 µs: 524288×128 16 × 128 on 1 warp, 4/SM, 3 stages 101.5 against
+# 113.8 for the unstaged _BWD_SHORT_ROWS tile; 262144×256 8 × 256 101.2 against 156.5 for the
+# generic 32 × 256 on 4 warps). LayerNorm (more registers a row) wants half the rows and twice the
+# programs: 8 × 128, 8/SM 107.9 against 121.6 for RMSNorm's tile and 135.5 for the heuristic then;
+# the fused add 2 warps: 16 × 128 130.6 against 133.1 on 1 warp and 171.4 for the generic tile.
+# Rows of 256 for LayerNorm and the fused add: the same elements a program, by analogy. Run ZZF's
+# A/B (2 rounds, bf16, µs, against main before): RMSNorm 524288×128 114.3 → 101.2, 262144×256
+# 155.6 → 101.3; LayerNorm 135.9 → 104.0, 223.7 → 102.3; fused add 170.2 → 131.7, 182.3 → 135.7.
+_BWD_ASYNC_LAYER_NORM = {128: (8, 1, 8), 256: (4, 1, 8)}
+_BWD_ASYNC_RESIDUAL = {128: (16, 2, 4), 256: (8, 2, 4)}
+# 4-byte rows of 4096 (RMSNorm and LayerNorm; not the fused add): one row on 8 warps, 2 an SM,
+# neither prefetch nor staging (ptxas: 108 / 128 registers against prefetch's 159-172, which fit
+# one an SM). Run ZY's sweep (fp32 16384×4096): RMSNorm 191.7 µs against the heuristic's 201.2,
+# LayerNorm 194.8 against 198.3; run ZZD's A/B (3 rounds): RMSNorm 200.3 → 191.9, LayerNorm
+# 196.9 → 195.2. whole row: (block_m, num_warps, programs_per_sm).
+_BWD_PLAIN_4_BYTE = {4096: (1, 8, 2)}
+# Σ(g·h) and Σg in one reduction tree (JOIN_SUMS) only for one-row tiles: device run ZF (A/B,
+# 3 rounds, bf16 unless said, µs) — 1 × 8192 on 16 warps: fused add 270.0 → 255.8, LayerNorm
+# 210.0 → 205.2, RMSNorm 203.0 → 201.8; fused add 1 × 4096 on 8 warps 132.8 → 129.4, 1 × 2048 on
+# 4 warps 68.5 → 68.0. Tiles of several rows did not gain alike: LayerNorm 2 × 4096 bf16
+# 107.1 → 125.8, RMSNorm 4 × 1024 30.8 → 33.5, 2 × 2048 and RMSNorm 2 × 4096 unchanged — but
+# LayerNorm fp32 2 × 4096 204.4 → 197.4 (run ZG's sweep: 204.1 → 197.2, the best of 72 tiles), so
+# 4-byte elements join at the widths in _JOIN_SUMS_WIDE_ELEMENTS too. (The kernel joins only for
+# LayerNorm: RMSNorm needs no Σg.)
+_JOIN_SUMS_ROWS = 1
+_JOIN_SUMS_WIDE_ELEMENTS = (4096,)
+# QK-norm rows of 128 (run N, tools/tune.py, 524288×128 bf16): 32 rows on 2 warps with 4
+# programs per SM, 130.3 µs against 140.7 for the generic 64 × 128 on 4 warps, 2/SM (run P side
+# by side: 133 against torch.compile's 141). Only without dresidual_out: ptxas shows the tile
+# spilling ~1.4 KB plain and ~10 KB with bias and dresidual_out, which was not timed.
+_BWD_SHORT_ROWS = {128: (32, 2, 4)}  # whole row: (block_m, num_warps, programs_per_sm)
+# Prefetch is not for rows of 128 (524288×128: 162.7 against 140.7; 64-row tiles are latency-hidden already)
+# nor 16384 (a second row in registers spills: 333.6 against 175.7).
+
+
+def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple]:
+    """(block_m, num_warps, programs_per_sm) of the staged whole-row backward tile for 2-byte rows
+    of `whole`, or None where rows of that width prefetch (or take the generic tile) instead."""
+    if residual:
+        if whole in _BWD_ASYNC_RESIDUAL:
+            return _BWD_ASYNC_RESIDUAL[whole]
+        if whole > _BWD_ASYNC_RESIDUAL_MAX:
+            return None
+    elif layer_norm and whole in _BWD_ASYNC_LAYER_NORM:
+        return _BWD_ASYNC_LAYER_NORM[whole]
+    return _BWD_ASYNC_2_BYTE.get(whole)
+
+
+def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
+    """The backward's split parts (rows, part width, warps, programs an SM, register cap) for a row of `whole`
+    (N rounded up to a power of two) columns, best first: the heuristic takes the first whose parts
+    all fit one an SM (parts·heads ≤ multiprocessors)."""
+    if element_size > 2:
+        rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
+        sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0)
+        if element_size > 4:
+            return (sixteen_kb,)
+        paired = (_PAIRED_SPLIT_4_BYTE_RESIDUAL if residual and whole <= _MAX_ONE_TILE_BWD
+                  else _PAIRED_SPLIT_4_BYTE)
+        return (paired, sixteen_kb)
+    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0)
+    narrow = _NARROW_SPLIT + (1, 0)
+    if whole <= _MAX_ONE_TILE_BWD:
+        return (_PAIRED_SPLIT, narrow)
+    if layer_norm:
+        first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
+        return (first, narrow, wide)
+    if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
+        return (wide,)
+    return (_PAIRED_SPLIT_RMS, wide)
+
+
+def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
+    """(block_m, num_warps, programs_per_sm) of the prefetching whole-row backward tile for rows
+    of `whole` (a width in _BWD_PREFETCH): from the most specific table that has the width."""
+    for table, applies in ((_BWD_PREFETCH_RESIDUAL_4_BYTE, residual and element_size == 4),
+                           (_BWD_PREFETCH_RESIDUAL, residual)):
+        if applies and whole in table:
+            return table[whole]
+    return _BWD_PREFETCH[whole]
+
+
+def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
+                  element_size: int, vector_aligned: bool) -> TileConfig:
+    """The backward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
+    arguments as `normkit.config.tile_config`'s."""
+    staged = _staged_tile(whole, residual, layer_norm) if element_size == 2 and vector_aligned else None
+    if staged:
+        block_m, warps, per_sm = staged
+        return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm,
+                          async_stages=_BWD_ASYNC_STAGES)
+    if element_size == 4 and whole in _BWD_PLAIN_4_BYTE and not residual:
+        block_m, warps, per_sm = _BWD_PLAIN_4_BYTE[whole]
+        return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm)
+    if whole in _BWD_PREFETCH:
+        block_m, warps, per_sm = _prefetch_tile(whole, residual, element_size)
+        return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm, prefetch=True,
+                          joined_sums=block_m == _JOIN_SUMS_ROWS
+                          or (element_size == 4 and whole in _JOIN_SUMS_WIDE_ELEMENTS))
+    if whole in _BWD_SHORT_ROWS and not residual:
+        block_m, warps, per_sm = _BWD_SHORT_ROWS[whole]
+        return TileConfig(block_m, whole, True, num_warps=warps, programs_per_sm=per_sm)
+    if whole <= _BWD_TILE_ELEMENTS // 2:
+        block_m = min(_MAX_BLOCK_M, _BWD_TILE_ELEMENTS // whole)
+        return TileConfig(block_m, whole, True, num_warps=4, programs_per_sm=2)
+    if whole <= _MAX_ONE_TILE_BWD // 2:
+        return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
+    narrow = whole <= _MAX_ONE_TILE_BWD
+    for rows, part, warps, per_sm, cap in _split_parts(whole, residual, layer_norm, element_size):
+        if cdiv(n, part) * heads <= multiprocessors:
+            return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
+                              prefetch=_SPLIT_PREFETCH, max_registers=cap)
+    if narrow:
+        return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
+    return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)

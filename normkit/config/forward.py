@@ -1,0 +1,137 @@
+"""The forward's launch heuristics: measured tables (tools/tune.py on an H200, BENCHMARKS.md; each
+constant with the measurement beside it) and `forward_tile`, the forward half of `tile_config`."""
+
+from .tile import _MAX_BLOCK_M, TileConfig, cdiv
+
+# Widest row kept whole in registers: only x lives across the reduction; 32768 values over 32 warps
+# is 32 registers a thread (ptxas: 52 registers, no spills; re-read for y under _FWD_RELOAD_CAP: 32).
+_MAX_ONE_TILE_FWD = 32768
+# The forward's column tiles (rows wider than _MAX_ONE_TILE_FWD) read each row twice, the second
+# time hopefully from L2: one row of 16384-column tiles on 32 warps (2 programs an SM, ~34 MB of
+# rows in flight at 65536 bf16 columns) ran 4096×65536 in 363 µs against 397 for 2 rows × 4096 on
+# 16 warps (run R, tools/tune.py --kind fwd; 16 warps: 396).
+_FWD_COLUMN_TILE = 16384
+# LayerNorm's column tiles (two dependent block reductions a tile: Chan's merge) wait for each
+# tile's loads; 8192-column tiles on 16 warps with the statistics pass's loads staged 3 deep in
+# shared memory (cp.async: column_stages) keep the next tiles' loads in flight meanwhile. Run ZZR
+# (tools/tune.py --kind fwd --config, bf16, µs): 4096×65536 384.3 against 441.2 for the 16384
+# tile unstaged (2 stages 425.4; 4096 columns 402.0), 2048×131072 402.9 against 497.5. Staging
+# did not help RMSNorm (4096×65536 381.8 against 309.0) nor the fused add (845.5 against 719.9).
+# The tile is 16 KB of x: fp32 4096 columns (run ZZS: 4096×65536 785.3 against 800.7 for the
+# unstaged 16384 and 858.3 for 8192 staged; fp64 2048 by analogy, not measured).
+# (block_m, tile bytes, num_warps, column_stages)
+_FWD_LAYER_NORM_COLUMNS = (1, 16384, 16, 3)
+# The fused add's rows wider than _MAX_ONE_TILE_FWD: split rows (kernels/forward.py's _split_rows,
+# the backward's pipelined exchange), each part's 4096 columns read once from HBM and once more
+# from L2, 4 programs an SM (ptxas: 48 registers, 5 fit). Run ZZR (tools/tune.py --config
+# 1x4096:8:split:p4, bf16, µs): 4096×65536 607.3 against 722.3 for the column tiles, 2048×131072
+# 613.3 against 818.9; 2 programs an SM 794.5 / 746.2. Not RMSNorm (375.4 against the column
+# tiles' 309.0) nor LayerNorm (523.3 against 444.0). A part is 8 KB of x: fp32 2048 columns (run
+# ZZS, fp32 4096×65536: 1203.4 against 1320.0 for 4096 and 1425.3 for the column tiles; fp64 1024
+# by analogy, not measured). (block_m, part bytes, num_warps, programs_per_sm)
+_FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
+# The split takes the fused add's rows of more than 64 KB (bf16 rows wider than 32768, fp32 rows of
+# 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
+# parts 1261.2 against 1379.2 for the whole row (16 KB parts 1418.0; 2 programs an SM 1764.0).
+_FWD_SPLIT_MIN_BYTES = 65536
+# RMSNorm's fp32 rows of 65536 / 131072 without a residual split too, in 32 parts a row (the column
+# tiles reach 64-69 %). Run ZZZI's sweep (tools/tune.py --kind fwd --config, µs): 4096×65536 1 × 2048
+# on 4 warps, 4 an SM, 670.1 against the column tiles' 735.1 (1 × 4096 on 8, 2 an SM: 797.2);
+# 2048×131072 1 × 4096 on 8 warps, 2 an SM, 715.6 against 797.0 (1 × 2048 on 4: 825.1). Not bf16
+# (2048×131072: 398-415 against 374) nor LayerNorm (fp32 4096×65536 796 against 788).
+# {whole: (block_m, block_n, num_warps, programs_per_sm)}
+_FWD_SPLIT_RMS_4_BYTE = {65536: (1, 2048, 4, 4), 131072: (1, 4096, 8, 2)}
+# LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
+# torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
+# y, over 1 × 16384 on 32 warps, 280.0 µs against normkit's whole row 341.7). Sweeps (runs ZZY and
+# its repeat, tools/tune.py --config, the heuristic in the same process, µs): 8192×32768 1 × 8192 on
+# 16 warps 321.6 / 327.8 against the whole row 345.0 / 346.7; 4096×65536 1 × 16384 on 32 warps
+# capped at 32 registers 357.5 / 357.6 against 386.5-388.8 for the staged tile (Chan's merge:
+# 384.7-385.6 in runs ZZS / ZZW). Not at 131072 (554.3 against ~400: three reads of 256 KB rows
+# leave L2), nor 4-byte rows (not measured). A/B (run ZZZ, 3 rounds, medians, µs): 8192×32768 342.3 →
+# 317.4, 4096×65536 386.1 → 351.0; 2048×131072, 4096×16384 and fp32 4096×65536 (unchanged) ±1 %.
+# Without a residual only: three reads of x and the residual were not measured (the fused LayerNorm
+# keeps the whole row / the staged tiles). (block_m, block_n, num_warps, max_registers)
+_FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
+# Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
+_FWD_TILE_ELEMENTS = 4096
+# LayerNorm's forward has two dependent row reductions (the mean, then the centred variance), each
+# a block-wide synchronisation; it wants fewer threads a row than RMSNorm's single one (run S,
+# tools/tune.py --kind fwd --family layer_norm, bf16). Whole row: (block_m, num_warps).
+_FWD_LAYER_NORM = {
+    1024: (2, 4),  # 16384×1024: 19.4 µs against 21.0 for RMSNorm's 4 rows on 8 warps
+    8192: (1, 8),  # 16384×8192: 131.7 µs (97 %) against 147.8 on 16 warps
+}
+# LayerNorm's forward of 4-byte elements at N = 4096: 2 rows on 16 warps (run ZU's sweep, statistics
+# stored: 130.2 µs against 133.5 for 1 × 4096 on 8 warps; run ZT's A/B, 3 rounds: 133.7 → 130.7).
+# Not for 2-byte elements: there the same tile ran 73-75 µs against 68.5 (run ZT).
+_FWD_LAYER_NORM_4_BYTE = {4096: (2, 16)}
+# Every family at N = 2048 (run ZB, tools/tune.py --kind fwd, bf16 16384×2048): one row a program
+# on 4 warps against the rule's 2 rows on 8 — LayerNorm 34.5 against 36.7 µs, the fused add 65.3
+# against 66.6 (best 65.2 on 8 warps), RMSNorm 34.4 against 34.9. Side by side with the old tile
+# (run ZD, 3 rounds): LayerNorm 38.7 → 36.2, fused add 68.1 → 66.8, RMSNorm 35.8 → 35.2; 4096×2048
+# LayerNorm 11.2 → 10.4. Whole row: (block_m, num_warps).
+_FWD_ROWS = {2048: (1, 4)}
+# Whole rows of ≥ 4096 re-read for y (reload: the statistics pass loads with evict_last, the output
+# pass reads the row again from L2 with evict_first), so the row need not stay live across the
+# reduction — fewer registers, more rows in flight an SM, as torch.compile's kernels do (run ZZK).
+# Sweeps, bf16 unless said, µs, kept tile → reload (runs ZZM / ZZN): RMSNorm 16384×4096 67.6 →
+# 65.6, fp16 67.7 → 65.7, fp32 133.0 → 127.6 (16 warps), 16384×8192 130.7 → 128.0, 131072×8192
+# 1160 → 1121, 4096×16384 71.0 → 67.7 and 8192×32768 295 → 259 (with the cap below); the fused
+# add ×4096 133.6 → 128.0 (16 warps), ×8192 263 → 255, 4096×16384 133 → 131; LayerNorm ×4096
+# 67.7 → 66.5, ×8192 131.5 → 130.6, 4096×16384 112.7 → 73.2. Not below 4096 (rows of 2048: ±0.3,
+# LayerNorm +1.1), nor LayerNorm fp32 ×4096 (2 × 4096 tile: 131.4 → 133.0) or ×32768 (±1.5).
+_FWD_RELOAD_MIN = 4096
+# RMSNorm rows of 4096 that load 16 KB (the fused add's two bf16 rows, fp32): 16 warps (above).
+_FWD_RELOAD_4096_WIDE_WARPS = 16
+# ptxas' register cap for plain 2-byte RMSNorm rows of ≥ 16384 re-read: 1 × 32768 on 32 warps
+# 38 → 32 registers without spills (1 → 2 programs an SM: 8192×32768 302 → 259 µs), 1 × 16384 on
+# 16 warps 50 → 32, 16 B spilled (2 → 4: 4096×16384 71.6 → 67.7). The fused add and LayerNorm
+# hold more (57-64 registers re-reading) and spill under it: 4096×16384 fused add 130 → 379.
+_FWD_RELOAD_CAP = 32
+_FWD_RELOAD_CAP_MIN = 16384
+
+
+def _num_warps(tile_elements: int, cap: int = 16) -> int:
+    # ~16 elements a thread: enough independent 16-byte loads in flight, few enough registers.
+    return max(1, min(cap, tile_elements // 512))
+
+
+def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
+                 element_size: int) -> TileConfig:
+    """The forward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
+    arguments as `normkit.config.tile_config`'s."""
+    if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
+        block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
+        return TileConfig(block_m, whole, True, warps)
+    if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
+        block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
+        return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
+    if whole > _MAX_ONE_TILE_FWD and layer_norm:
+        block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
+        return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
+    block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
+    block_n = part_bytes // element_size
+    if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
+            and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
+    if (not (residual or layer_norm) and heads == 1 and element_size == 4 and whole in _FWD_SPLIT_RMS_4_BYTE
+            and cdiv(n, _FWD_SPLIT_RMS_4_BYTE[whole][1]) <= multiprocessors):
+        block_m, block_n, warps, per_sm = _FWD_SPLIT_RMS_4_BYTE[whole]
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
+    if whole > _MAX_ONE_TILE_FWD:
+        return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
+    reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and whole == _MAX_ONE_TILE_FWD)
+    if layer_norm and whole in _FWD_LAYER_NORM:
+        block_m, warps = _FWD_LAYER_NORM[whole]
+        return TileConfig(block_m, whole, True, warps, reload=reload)
+    if whole in _FWD_ROWS:
+        block_m, warps = _FWD_ROWS[whole]
+        return TileConfig(block_m, whole, True, warps)
+    block_m = max(1, min(_MAX_BLOCK_M, _FWD_TILE_ELEMENTS // whole))
+    # 32 warps only where the row needs them to stay in registers (32768: 52 registers kept).
+    warps = _num_warps(block_m * whole, cap=32 if whole > 16384 else 16)
+    if reload and whole == _FWD_RELOAD_MIN and not layer_norm and (residual or element_size == 4):
+        warps = _FWD_RELOAD_4096_WIDE_WARPS
+    capped = reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual) and element_size == 2
+    return TileConfig(block_m, whole, True, warps, reload=reload, max_registers=_FWD_RELOAD_CAP if capped else 0)

@@ -1,0 +1,63 @@
+"""TileConfig: how one program walks its rows — the launchers' only input besides the tensors."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """How one program walks its rows: a BLOCK_M × BLOCK_N tile, whole row or column tiles."""
+
+    block_m: int  # rows per tile
+    block_n: int  # columns per tile (a power of two)
+    one_tile: bool  # the whole row fits in one tile and stays in registers (forward: unless reload)
+    num_warps: int = 4
+    programs_per_sm: int = 1  # backward only: persistent programs per multiprocessor
+    num_stages: int = 3  # Triton's launch option (its default); it pipelines none of these loops by itself:
+    # a loop is pipelined only when it carries num_stages (the backward's row loop: async_stages)
+    split: bool = False  # each row cut into cdiv(N, block_n) parts, one (resident) program each (backward;
+    # forward: the fused add's wide rows)
+    prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
+    joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
+    # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
+    async_stages: int = 0  # backward, one_tile, not split nor prefetch: ≥ 2 stages the row loop's loads in
+    # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
+    reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers
+    max_registers: int = 0  # ptxas' register cap (Triton's maxnreg), 0 for none; the backward's grid is
+    # fitted to the programs the capped kernel leaves resident
+    column_stages: int = 0  # forward, column tiles: ≥ 2 stages the statistics pass's loads in shared
+    # memory (cp.async; COLUMN_STAGES), 0 leaves them in registers
+    centered_pass: bool = False  # forward, column tiles, LayerNorm: per-lane Σh, then a second statistics
+    # pass of per-lane Σ(h − mean)² (CENTERED_PASS), not Chan's merge of every tile
+
+    def __post_init__(self):
+        if self.split and not self.one_tile:
+            raise ValueError("a split config holds each part of a row in registers: it needs one_tile=True, "
+                             f"got {self}")
+        if self.prefetch and not self.one_tile:
+            raise ValueError(f"prefetch holds the next row block in registers: it needs one_tile=True, got {self}")
+        if self.joined_sums and not self.one_tile:
+            raise ValueError(f"joined_sums reduces a whole row held in registers: it needs one_tile=True, got {self}")
+        if self.async_stages == 1 or self.async_stages < 0:
+            raise ValueError(f"async_stages is 0 (no pipeline) or a depth of 2 or more, got {self.async_stages}")
+        if self.reload and not self.one_tile:
+            raise ValueError(f"reload re-reads a whole row held in one tile: it needs one_tile=True, got {self}")
+        if self.column_stages and (self.one_tile or self.column_stages < 2):
+            raise ValueError(f"column_stages is 0 or a depth of 2 or more, for column tiles (one_tile=False), got {self}")
+        if self.centered_pass and self.one_tile:
+            raise ValueError(f"centered_pass is a second pass over column tiles: it needs one_tile=False, got {self}")
+        if self.max_registers < 0:
+            raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
+        if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
+            raise ValueError("async_stages pipelines the whole-row loop's loads: it needs one_tile=True, "
+                             f"split=False and prefetch=False (another way to load ahead), got {self}")
+
+
+_MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
