@@ -90,3 +90,29 @@ def test_current_tables_are_their_raw_rows():
     tables = _tool("bench_tables").tables(results, text)
     assert tables.count("#### ") == 6 and tables.count("Geomean speedup") == 6, tables[:400]
     assert tables.strip() in section, "BENCHMARKS.md's tables differ from tools/bench_tables.py's output"
+
+
+def test_bench_tables_write_replaces_the_tables_and_the_raw_rows(tmp_path):
+    """tools/bench_tables.py --write on a copy of BENCHMARKS.md: the section's six tables become the
+    other run's (the check above then holds for it), its raw rows name that run, every line outside
+    the tables is kept; a JSON outside docs/ is refused."""
+    import json
+    import re
+
+    tool = _tool("bench_tables")
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    other = "docs/bench_h200_run_zzzg.json"
+    copy = tmp_path / "BENCHMARKS.md"
+    copy.write_text(text)
+    assert tool.main([str(ROOT / other), "--benchmarks", str(copy), "--write"]) == 0
+    new = copy.read_text()
+    section = new.split("## Current numbers", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"Raw rows:\s*`(docs/bench_[^`]+\.json)`", section).group(1) == other
+    tables = tool.tables(json.loads((ROOT / other).read_text())["results"], new)
+    assert tables.strip() in section and tables.strip() not in text
+    before, after = text.split("#### RMSNorm — backward, µs", 1), new.split("#### RMSNorm — backward, µs", 1)
+    assert re.sub(r"docs/bench_h200_run_\w+\.json", "", before[0]) == re.sub(r"docs/bench_h200_run_\w+\.json", "",
+                                                                             after[0])
+    assert text[text.index("#### QK-norm rows"):] == new[new.index("#### QK-norm rows"):]
+    with pytest.raises(SystemExit, match="docs/bench_"):
+        tool.main([str(copy), "--benchmarks", str(copy), "--write"])

@@ -7,7 +7,10 @@ the best's % of copy, the geomean speedup of normkit over the best measured peer
 tables' quack (ANCHORS) and target columns are not measured: they are carried over from the
 tables already in BENCHMARKS.md, row by row ("—" for a row it does not have).
 
-    python tools/bench_tables.py docs/bench_h200_run_zzza.json [--benchmarks BENCHMARKS.md]
+    python tools/bench_tables.py docs/bench_h200_run_zzzi.json [--benchmarks BENCHMARKS.md] [--write]
+
+--write puts them into BENCHMARKS.md in place of the section's tables and names the JSON as their raw
+rows (the section's prose — which run, the copy bandwidth — stays for you to update).
 
 tests/test_tools.py checks that the tables in BENCHMARKS.md are what this prints from the raw rows
 the section names.
@@ -17,9 +20,11 @@ import argparse
 import json
 import math
 import pathlib
+import re
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from normkit.bench.output import fmt_us  # noqa: E402
 
@@ -97,14 +102,51 @@ def tables(results: list, benchmarks: str) -> str:
     return "\n".join(out)
 
 
+def rewritten(benchmarks: str, results: list, raw_rows: str) -> str:
+    """BENCHMARKS.md's text with the "Current numbers" section's six tables replaced by `tables`
+    and the raw rows it names (the first `docs/bench_*.json` after "Raw rows:") set to raw_rows;
+    the section's prose is left as it is."""
+    start = benchmarks.index("## Current numbers")
+    end = benchmarks.find("\n## ", start + 1)
+    end = len(benchmarks) if end < 0 else end
+    section = benchmarks[start:end]
+    first = section.index(f"#### {NAMES['rms']} — backward, µs")
+    headings = [i for i in range(first, len(section)) if section.startswith("#### ", i)]
+    after = next((i for i in headings if not any(section.startswith(f"#### {name} — ", i) for name in NAMES.values())),
+                 len(section))
+    last = section.rindex("Geomean speedup of normkit", first, after)
+    last = section.index("\n", last)
+    section = section[:first] + tables(results, benchmarks).rstrip("\n") + section[last:]
+    section, found = re.subn(r"(Raw rows:\s*`)docs/bench_[^`]+\.json(`)", lambda m: m.group(1) + raw_rows + m.group(2),
+                             section, count=1)
+    if not found:
+        raise ValueError("the Current numbers section names no raw rows (\"Raw rows: `docs/bench_….json`\")")
+    return benchmarks[:start] + section + benchmarks[end:]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("json", help="a `python -m normkit bench --json` file")
-    p.add_argument("--benchmarks", default=str(pathlib.Path(__file__).resolve().parent.parent / "BENCHMARKS.md"),
+    p.add_argument("--benchmarks", default=str(ROOT / "BENCHMARKS.md"),
                    help="where the quack / target columns are carried from")
+    p.add_argument("--write", action="store_true",
+                   help="replace the Current numbers tables in --benchmarks and name the JSON as their raw rows "
+                        "(the JSON must lie under the repository's docs/); the prose is yours to update")
     args = p.parse_args(argv)
-    results = json.loads(pathlib.Path(args.json).read_text())["results"]
-    print(tables(results, pathlib.Path(args.benchmarks).read_text()))
+    path = pathlib.Path(args.json).resolve()
+    benchmarks = pathlib.Path(args.benchmarks)
+    if not args.write:
+        print(tables(json.loads(path.read_text())["results"], benchmarks.read_text()))
+        return 0
+    try:
+        raw_rows = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        raw_rows = ""
+    if not (raw_rows.startswith("docs/bench_") and raw_rows.endswith(".json")):
+        raise SystemExit(f"bench_tables: --write names the raw rows as docs/bench_*.json; got {args.json}")
+    results = json.loads(path.read_text())["results"]
+    benchmarks.write_text(rewritten(benchmarks.read_text(), results, raw_rows))
+    print(f"bench_tables: {benchmarks} — tables from {raw_rows}; now update the section's prose (run, copy bandwidth)")
     return 0
 
 
