@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Device run ZZZL (prepared in session 16 for the next session, nvidia-h200-x2, ~7 min; no setup:
+# Device run ZZZL (prepared in session 16 for the next session, nvidia-h200-x2, ~8 min; no setup:
 # carry [".whl"]): docs/experiments/backward-split-reload.patch — the backward's split parts read the
 # previous row block again after the exchange (RELOAD) instead of holding it across it: one row block
 # fewer live in registers (the patch's header has the counts: bf16 2 × 2048 on 8 warps RMSNorm 153 →
-# 127 registers, two an SM without a cap; fp32 1 × 2048 on 4 warps 225-245 → 162-167, three an SM).
-#  - GPU 1: the patched copy's split tests against float64, launcher in check mode (two reload
-#    configurations added), then its CPU-side refusal test.
+# 127 registers, two an SM without a cap; fp32 1 × 2048 on 4 warps 225-245 → 162-167, three an SM);
+# and with it a part may finish the block two back (":l2", exchange_lag 2: two blocks' work to hide
+# each exchange round trip behind, no registers added).
+#  - GPU 1: the patched copy's split tests against float64, launcher in check mode (four reload
+#    configurations added, two with a lag of 2), and its refusal tests. A deadlock (were the lag's
+#    ring argument wrong) would show here and in the sweeps as a timeout, not as a wrong number.
 #  - GPU 0: sweeps in the patched copy (tools/tune.py --config …:reload against the heuristic, which
-#    the patch leaves unchanged): bf16 every family at 8192×32768 / 4096×65536 (the fused add also
-#    2048×131072: 71 %), fp32 every family at 4096×16384 / 4096×65536.
+#    the patch leaves unchanged): bf16 RMSNorm 4096×16384 (126 µs against issue #3's 105), every family
+#    at 8192×32768 / 4096×65536 (the fused add 2048×131072: 71 %), fp32 every family at 4096×16384 /
+#    4096×65536.
 # Count: RMSNorm bf16 8192×32768 moves 3 × 512 MiB = 1.61 GB → 382 µs at 4214 GB/s (507 = 75 %).
 # Prediction: where the lower registers fit more programs an SM, −5 to −10 % (bf16 2 × 2048 on 8 warps
 # two an SM; fp32 three an SM); elsewhere within ±3 % (the extra L2 reads against the freed
-# registers). Landing needs an A/B of the heuristic moved to the winners, and memcheck over them.
+# registers); a lag of 2 a further −5 to −15 % where the exchange is what the parts wait on (RMSNorm
+# 4096×16384 126 → ≤ 110). Landing needs an A/B of the heuristic moved to the winners, memcheck over
+# them, and the bitwise determinism tests.
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 P=/tmp/ab/reload
@@ -22,15 +28,17 @@ mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
   export CUDA_VISIBLE_DEVICES=0
   cd $P && export PYTHONPATH=/tmp/site:$PWD
   sweep() { tune_sweep bwd "$1" "$2" "$3" 120 "${@:4}"; }  # family dtype shapes configs...
-  sweep rms bf16 8192x32768,4096x65536 1x4096:4:split:pf:p2:reload 2x2048:8:split:pf:p2:reload \
-      2x2048:4:split:pf:p2:reload 1x2048:4:split:pf:p3:reload
-  sweep layer_norm bf16 8192x32768,4096x65536 2x2048:4:split:pf:p2:reload 2x2048:8:split:pf:p2:r128:reload \
-      1x2048:4:split:pf:p3:reload
-  sweep fused_add bf16 8192x32768,4096x65536,2048x131072 1x4096:4:split:pf:p2:reload \
-      2x2048:8:split:pf:p2:reload 1x8192:8:split:pf:reload
+  sweep rms bf16 4096x16384 2x2048:4:split:pf:p2:reload 2x2048:4:split:pf:p2:reload:l2 \
+      2x2048:8:split:pf:p2:reload 2x2048:8:split:pf:p2:reload:l2
+  sweep rms bf16 8192x32768,4096x65536 1x4096:4:split:pf:p2:reload 1x4096:4:split:pf:p2:reload:l2 \
+      2x2048:8:split:pf:p2:reload 2x2048:8:split:pf:p2:reload:l2 1x2048:4:split:pf:p3:reload:l2
+  sweep layer_norm bf16 8192x32768,4096x65536 2x2048:4:split:pf:p2:reload 2x2048:4:split:pf:p2:reload:l2 \
+      2x2048:8:split:pf:p2:r128:reload:l2 1x2048:4:split:pf:p3:reload:l2
+  sweep fused_add bf16 8192x32768,2048x131072 1x4096:4:split:pf:p2:reload:l2 \
+      2x2048:8:split:pf:p2:reload:l2 1x8192:8:split:pf:reload 1x8192:8:split:pf:reload:l2
   for family in rms fused_add layer_norm; do
-    sweep $family fp32 4096x16384,4096x65536 1x2048:4:split:pf:p3:reload 1x2048:8:split:pf:p3:reload \
-        1x2048:4:split:pf:p2:reload
+    sweep $family fp32 4096x16384,4096x65536 1x2048:4:split:pf:p3:reload 1x2048:4:split:pf:p3:reload:l2 \
+        1x2048:4:split:pf:p2:reload:l2
   done
 ) > "$L/gpu0.log" 2>&1 &
 (
