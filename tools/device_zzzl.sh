@@ -9,6 +9,7 @@
 #  - GPU 1: the patched copy's split tests against float64, launcher in check mode (four reload
 #    configurations added, two with a lag of 2), and its refusal tests. A deadlock (were the lag's
 #    ring argument wrong) would show here and in the sweeps as a timeout, not as a wrong number.
+#    Then torch.compile's LayerNorm forward kernel at 8192×32768 into the logs (tools/inductor_code.py).
 #  - GPU 0: sweeps in the patched copy (tools/tune.py --config …:reload against the heuristic, which
 #    the patch leaves unchanged): bf16 RMSNorm 4096×16384 (126 µs against issue #3's 105), every family
 #    at 8192×32768 / 4096×65536 (the fused add 2048×131072: 71 %), fp32 every family at 4096×16384 /
@@ -45,6 +46,10 @@ mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
   export CUDA_VISIBLE_DEVICES=1
   cd $P && export PYTHONPATH=/tmp/site:$PWD
   TESTS_LOG=split_reload checked_tests 240 tests/test_split_rows.py
+  # torch.compile's LayerNorm forward at 8192×32768 (278 µs against 313): its kernel source into the
+  # logs, for the SASS diff on the CPU next (compiled for sm_90 as tools/compile_check.py does)
+  timeout 120 python3 tools/inductor_code.py --family layer_norm --shapes 8192x32768 > "$L/inductor_ln.log" 2>&1
+  echo "inductor_code rc=$?: $(grep -c 'def triton_' "$L/inductor_ln.log") kernels in $L/inductor_ln.log"
 ) > "$L/gpu1.log" 2>&1 &
 wait
 cat "$L/gpu0.log" "$L/gpu1.log"
