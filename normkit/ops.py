@@ -309,6 +309,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        vector_aligned=x.element_size() != 2
                                        or _vector_aligned(n, x, dy, dx, dresidual_out))
     config = cfg.fit_block_m(picked, m // heads)
+    forward_only = [f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f)]
+    if forward_only:  # else a forced config would run (and be timed) as the tile without them
+        raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only; the backward has "
+                         f"no such path, got {config}")
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,

@@ -412,6 +412,18 @@ def test_backward_register_cap_reaches_the_launch(device, monkeypatch):
         assert seen[-1] == (cap or None), (seen, cap)
 
 
+def test_backward_refuses_the_forward_s_tile_flags(device):
+    """reload, column_stages and centered_pass shape the forward's tiles; a backward config asking for
+    them is refused by name rather than launched (and timed by tools/tune.py) as the tile without."""
+    x = torch.randn(4, 300, device=device)
+    for config in (cfg.TileConfig(4, 512, True, 4, reload=True),
+                   cfg.TileConfig(1, 256, False, 4, column_stages=3),
+                   cfg.TileConfig(1, 256, False, 4, centered_pass=True)):
+        flag = next(f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f))
+        with pytest.raises(ValueError, match=rf"config\.{flag} shape the forward only"):
+            ops.launch_bwd(x, x.clone(), torch.empty_like(x), eps=1e-6, config=config)
+
+
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
 def test_staged_backward_with_per_head_weights(device, rms):
     """QK-norm rows (heads of 128, the widths the heuristic stages since run ZZE): per-head weights
