@@ -309,10 +309,11 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        vector_aligned=x.element_size() != 2
                                        or _vector_aligned(n, x, dy, dx, dresidual_out))
     config = cfg.fit_block_m(picked, m // heads)
-    forward_only = [f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f)]
+    forward_only = [f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f)
+                    and not (f == "reload" and config.split)]  # the backward's split parts re-read too
     if forward_only:  # else a forced config would run (and be timed) as the tile without them
-        raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only; the backward has "
-                         f"no such path, got {config}")
+        raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only (reload: and the "
+                         f"backward's split parts); the backward has no such path, got {config}")
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
@@ -343,7 +344,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
-            JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None,
+            JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts

@@ -17,8 +17,8 @@ from utils import assert_matches
 cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="split rows need a CUDA GPU")
 
 
-def _split(block_n, block_m=1, warps=4):
-    return cfg.TileConfig(block_m, block_n, True, num_warps=warps, programs_per_sm=1, split=True)
+def _split(block_n, block_m=1, warps=4, **flags):
+    return cfg.TileConfig(block_m, block_n, True, num_warps=warps, programs_per_sm=1, split=True, **flags)
 
 
 def _inputs(m, n, dtype, *, heads=1, seed=0):
@@ -42,6 +42,8 @@ def _inputs(m, n, dtype, *, heads=1, seed=0):
     (7, 1000, _split(128)),  # 8 parts, the last one partial
     (300, 4097, _split(1024, block_m=2)),  # 5 parts (not a power of two), the last has 1 column
     (33, 40000, None),  # the GPU heuristic's own split config
+    (7, 1000, _split(128, reload=True)),  # the previous block read again after the exchange
+    (300, 4097, _split(1024, block_m=2, reload=True, prefetch=True)),
 ])
 def test_split_backward_matches_float64(rms, saved, dtype, m, n, config):
     x, w, b, dy, dres = _inputs(m, n, dtype)

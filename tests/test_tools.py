@@ -44,6 +44,8 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert parse("1x8192:16:col:s3") == cfg.TileConfig(1, 8192, False, 16, column_stages=3)
     assert parse("2x2048:8:split:pf:p2") == cfg.TileConfig(2, 2048, True, 8, split=True, prefetch=True,
                                                          programs_per_sm=2)
+    assert parse("1x2048:4:split:pf:p3:reload") == cfg.TileConfig(1, 2048, True, 4, split=True, prefetch=True,
+                                                                programs_per_sm=3, reload=True)
     with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile"):
         parse("1x8192:16:col:reload")
     with pytest.raises(ValueError, match=r"--config flags are .* got \['reloda'\]"):
@@ -61,7 +63,7 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
 def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     """tools/tune.py's split candidates (backward) include the heuristic's parts on two programs an SM
     (run ZZZE; LayerNorm's at 32768 capped at 128 registers, run ZZZH) and never ask for two of a part
-    on more than 8 warps."""
+    on more than 8 warps (three on 4); each with and without reload (run ZZZL)."""
     from normkit import config as cfg
 
     candidates = _tool("tune").split_candidates(32768)
@@ -69,10 +71,14 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
               for ln in (False, True) for size in (2, 4)}
     assert picked <= {dataclasses.replace(c, prefetch=True) for c in candidates}, picked
     assert all(c.programs_per_sm == 1 for c in candidates if c.num_warps > 8)
-    assert {c.programs_per_sm for c in candidates if c.num_warps <= 8} == {1, 2}
-    # two of 8 warps fit at 128 registers (the heuristic's LayerNorm parts at 32768), uncapped too
+    assert {c.programs_per_sm for c in candidates if c.num_warps == 8} == {1, 2}
+    assert {c.programs_per_sm for c in candidates if c.num_warps == 4} == {1, 2, 3}
+    # two of 8 warps fit at 128 registers (the heuristic's LayerNorm parts at 32768), three of 4 at
+    # 170; uncapped too; one an SM and two of 4 warps are never capped (255 fit)
     assert {c.max_registers for c in candidates if c.num_warps == 8 and c.programs_per_sm == 2} == {0, 128}
-    assert all(c.max_registers == 0 for c in candidates if c.num_warps != 8 or c.programs_per_sm == 1)
+    assert {c.max_registers for c in candidates if c.num_warps == 4 and c.programs_per_sm == 3} == {0, 170}
+    assert all(c.max_registers == 0 for c in candidates if c.programs_per_sm * c.num_warps <= 8)
+    assert {c.reload for c in candidates} == {False, True}
     assert all(c.split and c.block_n < 32768 for c in candidates)
 
 

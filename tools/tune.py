@@ -55,7 +55,7 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
 def parse_config(spec):
     """A --config spec BLOCK_MxBLOCK_N:WARPS[:col][:reload][:rK] as a TileConfig (":col": one_tile=False,
     the column path even where BLOCK_N covers the row; ":reload": the whole-row tile re-reading the row
-    for y; ":rK": max_registers K)."""
+    for y, or split backward parts re-reading the previous row block; ":rK": max_registers K)."""
     try:
         tile, warps, *flags = spec.split(":")
         block_m, block_n = map(int, tile.split("x"))
@@ -81,17 +81,20 @@ def split_candidates(n):
     (the launcher fits the grid to the programs the compiled kernel leaves resident, so two is
     safe to ask for; run ZZZE: 2 × 2048 / 1 × 4096 on 4 warps, two an SM, won every bf16 family),
     and two on 8 warps also capped at the registers that let two fit (128: run ZZZH, LayerNorm's rows
-    of 32768)."""
+    of 32768); on 4 warps three too (capped at 170), and each part also re-reading the previous row
+    block after the exchange (reload: one block fewer in registers; run ZZZL, fp32 1 × 2048 three an
+    SM)."""
     out = []
     for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (4, 8, 16, 32)):
         tile = block_n * block_m
         if block_n < n and 2048 <= tile <= 16384 and tile // (32 * warps) in (4, 8, 16, 32):
-            for per_sm in (1, 2) if warps <= 8 else (1,):
-                out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True))
+            for per_sm, reload in itertools.product({4: (1, 2, 3), 8: (1, 2)}.get(warps, (1,)), (False, True)):
+                out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
+                                          reload=reload))
                 fitting = 65536 // (per_sm * warps * 32)  # an SM's 64K registers shared by per_sm programs
                 if per_sm > 1 and fitting < 255:
                     out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
-                                              max_registers=fitting))
+                                              max_registers=fitting, reload=reload))
     return out
 
 

@@ -33,6 +33,10 @@ _SPLIT_PART = 8192
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
+# The fused add's rows wider than _PAIRED_SPLIT_RESIDUAL_MAX (its 1 × 8192 parts): the previous row
+# block read again after the exchange (ptxas, sm_90: 255 registers + 20 B spilled → 238, none). Run
+# ZZZL's sweep (bf16 2048×131072): 705.1 µs against 724.3.
+_SPLIT_RELOAD_RESIDUAL = True
 # 8192 < N ≤ 16384, and LayerNorm's rows of every width above, where the paired parts below do not
 # fit: rows, part width, warps (prefetching parts; one program an SM). LayerNorm's 1 × 8192 part
 # spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14); run ZZR's sweep (tools/tune.py
@@ -62,22 +66,36 @@ _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 # 4096×65536 683.3 → 598.2, 2048×131072 709.5 → 617.9; RMSNorm 138.5 → 125.7, 550.6 → 502.3, 583.3
 # → 523.3, 572.3 → 544.6; the fused add 171.3 → 164.3, 688.2 → 669.5, 710.9 → 694.5, but 2048×131072
 # 709.3 → 755.8 (32 parts a row of 4096 columns): its rows wider than 65536 keep 1 × 8192 on 8 warps.
-# (rows, part width, warps, programs an SM)
-_PAIRED_SPLIT = (2, 2048, 4, 2, 0)
-_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0)
+# RMSNorm's and the fused add's 1 × 4096 parts on rows up to 65536 read the previous row block
+# again after the exchange (reload): ptxas, sm_90, its 16-72 B of spills → 0. Run ZZZL's sweep
+# (bf16, µs): RMSNorm 8192×32768 492.5 against 509.9, 4096×65536 515.6 against 525.1. A/B (3 rounds,
+# runs ZZZM-ZZZN): RMSNorm 502.8 → 488.5, 520.5 → 501.9, but 2048×131072 541.0 → 589.7 and
+# 1024×262144 557.9 → 599.7 (32-64 parts a row), so not past _PAIRED_SPLIT_RELOAD_MAX; the fused add
+# (one round) 671.6 → 657.8, 691.9 → 677.2. LayerNorm's 2 × 2048 parts lost with it (616.4 against
+# 528.5 for its capped 8-warp parts at 8192×32768; 654.9 against 603.0).
+# (rows, part width, warps, programs an SM, register cap, reload)
+_PAIRED_SPLIT = (2, 2048, 4, 2, 0, False)
+_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0, True)
 _PAIRED_SPLIT_RESIDUAL_MAX = 65536
+_PAIRED_SPLIT_RELOAD_MAX = 65536
 # LayerNorm's bf16 rows of 32768 (no residual): 2 × 2048 on 8 warps capped at 128 registers, two an SM
 # (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
 # 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
-_PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128)
+_PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128, False)
 # 4-byte rows: 8 KB of x a part (2048 fp32 columns) on 4 warps, two an SM (ptxas, sm_90: 226-245
 # registers); the fused add's rows up to 16384 on 8 warps (123-127). Run ZZZG's sweep (fp32, µs,
 # against 1 × 4096 on 16 warps, one an SM): 4096×16384 RMSNorm 235.1 (8 warps: 233.4) against 255.9,
 # LayerNorm 239.9 against 260.7, the fused add 309.0 on 8 warps (317.3 on 4) against 311.4;
 # 4096×65536 RMSNorm 942.0 against 985.1, LayerNorm 945.4 against 1055.2, the fused add 1233.7
 # against 1244.3 (8 warps: 1313-1469). fp64 keeps _SPLIT_WIDE_ELEMENTS (not measured).
-_PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 2, 0)
-_PAIRED_SPLIT_4_BYTE_RESIDUAL = (1, 2048, 8, 2, 0)
+# Since run ZZZM: these parts read the previous row block again after the exchange (reload,
+# kernels/backward.py) rather than hold it, one row block fewer in registers (ptxas, sm_90: 225-245
+# → 162-167 registers), so three fit an SM, the fused add's on 4 warps too. Run ZZZL's sweep (fp32,
+# µs, against the heuristic then): 4096×16384 RMSNorm 235.9 against 237.8, the fused add 301.4
+# against 309.1 (8 warps, two an SM), LayerNorm 241.3 against 242.2; 4096×65536 918.9 against
+# 940.1, 1223.1 against 1229.1, 945.3 against 943.0.
+# (rows, part width, warps, programs an SM, register cap, reload)
+_PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 3, 0, True)
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -178,27 +196,25 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
 
 
 def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
-    """The backward's split parts (rows, part width, warps, programs an SM, register cap) for a row of `whole`
+    """The backward's split parts (rows, part width, warps, programs an SM, register cap, reload) for a row of `whole`
     (N rounded up to a power of two) columns, best first: the heuristic takes the first whose parts
     all fit one an SM (parts·heads ≤ multiprocessors)."""
     if element_size > 2:
         rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
-        sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0)
+        sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0, False)
         if element_size > 4:
             return (sixteen_kb,)
-        paired = (_PAIRED_SPLIT_4_BYTE_RESIDUAL if residual and whole <= _MAX_ONE_TILE_BWD
-                  else _PAIRED_SPLIT_4_BYTE)
-        return (paired, sixteen_kb)
-    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0)
-    narrow = _NARROW_SPLIT + (1, 0)
+        return (_PAIRED_SPLIT_4_BYTE, sixteen_kb)
+    wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0, False)
+    narrow = _NARROW_SPLIT + (1, 0, False)
     if whole <= _MAX_ONE_TILE_BWD:
         return (_PAIRED_SPLIT, narrow)
     if layer_norm:
         first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
         return (first, narrow, wide)
     if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
-        return (wide,)
-    return (_PAIRED_SPLIT_RMS, wide)
+        return (wide[:-1] + (_SPLIT_RELOAD_RESIDUAL,),)
+    return (_PAIRED_SPLIT_RMS[:-1] + (whole <= _PAIRED_SPLIT_RELOAD_MAX,), wide)
 
 
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
@@ -237,10 +253,10 @@ def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual
     if whole <= _MAX_ONE_TILE_BWD // 2:
         return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
     narrow = whole <= _MAX_ONE_TILE_BWD
-    for rows, part, warps, per_sm, cap in _split_parts(whole, residual, layer_norm, element_size):
+    for rows, part, warps, per_sm, cap, reload in _split_parts(whole, residual, layer_norm, element_size):
         if cdiv(n, part) * heads <= multiprocessors:
             return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
-                              prefetch=_SPLIT_PREFETCH, max_registers=cap)
+                              prefetch=_SPLIT_PREFETCH, max_registers=cap, reload=reload)
     if narrow:
         return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
     return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)

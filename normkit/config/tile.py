@@ -21,7 +21,8 @@ class TileConfig:
     # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
     async_stages: int = 0  # backward, one_tile, not split nor prefetch: ≥ 2 stages the row loop's loads in
     # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
-    reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers
+    reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers;
+    # backward, split: the previous row block read again after the exchange, not held across it
     max_registers: int = 0  # ptxas' register cap (Triton's maxnreg), 0 for none; the backward's grid is
     # fitted to the programs the capped kernel leaves resident
     column_stages: int = 0  # forward, column tiles: ≥ 2 stages the statistics pass's loads in shared

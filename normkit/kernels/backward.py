@@ -182,6 +182,7 @@ def norm_bwd_kernel(
     LAUNCH_DEPENDENTS: tl.constexpr = False,  # sm_90+: let the finisher's programs launch early (reduce.py)
     JOIN_SUMS: tl.constexpr = False,  # ONE_TILE: Σ(g·h) and Σg as one reduction of a trailing axis of 2
     ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
+    RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -230,6 +231,8 @@ def norm_bwd_kernel(
         # Iteration t publishes the row sums of block pid + t·G, then finishes block pid + (t−1)·G
         # with the sums its partners published one iteration ago. Iteration 0 finishes nothing
         # (its "previous" rows are masked off); the extra last iteration publishes nothing real.
+        # RELOAD: block t − 1's h and dy are not held across the exchange but read again after it
+        # (from L2, where iteration t − 1 left them): one row block fewer live in registers.
         prev_h = tl.zeros([BLOCK_M, BLOCK_N], dtype=X.dtype.element_ty)
         prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
         for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1):
@@ -264,6 +267,11 @@ def norm_bwd_kernel(
                 mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             rstd = tl.where(row_mask, rstd, 0.0)
             mask = row_mask[:, None] & col_mask[None, :]
+            if RELOAD:
+                prev_h = tl.load(X + rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col, mask=mask,
+                                 other=0.0, eviction_policy="evict_first")
+                prev_dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask,
+                                  other=0.0, eviction_policy="evict_first")
             h_c = prev_h.to(COMPUTE_DTYPE)
             dy_c = prev_dy.to(COMPUTE_DTYPE)
             g = dy_c
@@ -277,7 +285,8 @@ def norm_bwd_kernel(
                 dw_acc += tl.sum(tl.where(mask, dy_c * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE), 0.0), axis=0)
             if HAS_BIAS:
                 db_acc += tl.sum(tl.where(mask, dy_c, 0.0), axis=0)
-            prev_h, prev_dy = h, dy
+            if not RELOAD:
+                prev_h, prev_dy = h, dy
     else:
         for row_block in tl.range(pid, num_row_blocks, num_programs, num_stages=ASYNC_STAGES):
             local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
