@@ -20,7 +20,15 @@
 # registers); a lag of 2 a further −5 to −15 % where the exchange is what the parts wait on (RMSNorm
 # 4096×16384 126 → ≤ 110). Landing needs an A/B of the heuristic moved to the winners, memcheck over
 # them, and the bitwise determinism tests.
-# Outcome: (fill in after the run)
+# Outcome (session 17, µs; heuristic then → best reloading part): the lag of 2 lost everywhere (+5 to
+# +15 %; the fused add 2048×131072 on 2 × 2048: 1285). Reload without the lag won a little: RMSNorm bf16
+# 8192×32768 509.9 → 492.5, 4096×65536 525.1 → 515.6 (1 × 4096 on 4, two an SM); the fused add bf16
+# 2048×131072 724.3 → 705.1 (1 × 8192 on 8); fp32 1 × 2048 on 4 three an SM: RMSNorm 237.8 → 235.9,
+# 940.1 → 918.9, the fused add 309.1 → 301.4, 1229.1 → 1223.1, LayerNorm 242.2 → 241.3, 943.0 → 945.3.
+# Lost: RMSNorm bf16 4096×16384 (128.2 against 133.8-146.4), LayerNorm bf16 (591-737 against 528.5 /
+# 603.0). GPU 1: test_split_rows with the reload and lag configurations 118 passed, 1 skipped, 0
+# failed (no deadlock); torch.compile's LayerNorm forward kernel source in the logs (1 kernel; not
+# read yet). Next: A/B of the winners (run ZZZM).
 source tools/device_env.sh
 P=/tmp/ab/reload
 mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
