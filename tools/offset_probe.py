@@ -20,6 +20,17 @@ from normkit import ops
 from normkit.bench.timing import graph_time
 
 
+def _where(t, name):
+    """`name@S+O`: the tensor's caching-allocator segment (S: its size, GiB) and offset in it (O, GiB),
+    and the address's distance from the first segment's start in GiB (virtual layout)."""
+    segments = sorted(torch.cuda.memory_snapshot(), key=lambda seg: seg["address"])
+    for seg in segments:
+        if seg["address"] <= t.data_ptr() < seg["address"] + seg["total_size"]:
+            return (f"{name}@{seg['total_size'] / 2**30:.1f}+{(t.data_ptr() - seg['address']) / 2**30:.1f}"
+                    f"[{(t.data_ptr() - segments[0]['address']) / 2**30:+.1f}]")
+    return f"{name}@?"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", default="131072x8192")
@@ -30,8 +41,9 @@ def main():
     p.add_argument("--bench-inputs", action="store_true", help="with --separate: the benchmark's inputs "
                    "(normkit.bench.inputs.make_inputs: dy = 0.5·x + noise, weight ~ 1 + 0.25·N(0, 1)) and the "
                    "forward's rstd, instead of independent N(0, 1) values and a random rstd")
-    p.add_argument("--swap", choices=("none", "fresh-copies", "randn-values"), default="none",
-                   help="with --bench-inputs: time fresh copies of them (their values, new allocations), or "
+    p.add_argument("--swap", choices=("none", "fresh-copies", "empty-cache-copies", "randn-values"), default="none",
+                   help="with --bench-inputs: time copies of them (their values, other allocations: from the "
+                   "caching allocator's free blocks, or after torch.cuda.empty_cache() from new segments), or "
                    "overwrite them with N(0, 1) values (their allocations, other values)")
     p.add_argument("--forward-rstd", action="store_true", help="with --separate: rstd from normkit's forward")
     p.add_argument("--weight-near-one", action="store_true", help="weight ~ 1 + 0.25·N(0, 1), the benchmark's")
@@ -63,7 +75,9 @@ def main():
 
             tensors[0], w, tensors[1] = make_inputs((m, n), torch.bfloat16, "cuda")
             _, _, rstd = normkit.rms_norm_fwd(tensors[0], w, eps=1e-6, store_rstd=True)
-            if args.swap == "fresh-copies":
+            if args.swap == "empty-cache-copies":
+                torch.cuda.empty_cache()
+            if args.swap in ("fresh-copies", "empty-cache-copies"):
                 tensors[0], tensors[1] = tensors[0].clone(), tensors[1].clone()
             elif args.swap == "randn-values":
                 tensors[0].normal_(), tensors[1].normal_()
@@ -82,7 +96,8 @@ def main():
                 else:
                     t = graph_time([lambda: ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, rstd=rstd, eps=1e-6)])
             mods = " ".join(f"{t_.data_ptr() % (1 << 21):>7}" for t_ in (x, dy, dx))
-            print(f"gap {gap:>9}{'' if args.separate else ' B'}  addr mod 2 MiB {mods}  {t * 1e6:7.1f} us", flush=True)
+            print(f"gap {gap:>9}{'' if args.separate else ' B'}  addr mod 2 MiB {mods}  "
+                  f"{_where(x, 'x')} {_where(dy, 'dy')}  {t * 1e6:7.1f} us", flush=True)
 
 
 if __name__ == "__main__":
