@@ -74,11 +74,15 @@ def ops_config(n):
 
 @cuda_only
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
-def test_split_per_head(rms):
+@pytest.mark.parametrize("reload", [False, True], ids=["held", "reload"])
+def test_split_per_head(rms, reload):
+    """Per-head weights on split parts: each head's rows (row · HEADS + head) read, and with reload
+    read again, at the same addresses."""
     heads, m, n = 4, 50, 700
     x, w, b, dy, _ = _inputs(m, n, torch.float32, heads=heads)
     dx, dw, db = torch.empty_like(x), torch.empty_like(w), torch.empty_like(b)
-    ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, eps=1e-6, is_rms_norm=rms, config=_split(256))
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, eps=1e-6, is_rms_norm=rms,
+                   config=_split(256, reload=reload))
     xs, dys = x.view(m, heads, n), dy.view(m, heads, n)
     _, _, _, (rdx, rdw, rdb, _) = _reference(xs, w, b, None, dys, rms=rms, eps=1e-6)
     assert_matches(dx, rdx.view(m * heads, n), torch.float32, "dx")

@@ -7,7 +7,8 @@
 #    split parts 301, its whole row 345.5 in session 16); the same bf16; RMSNorm / LayerNorm fp32
 #    16384×4096 on their plain 1 × 4096 tiles (8 warps, two an SM) with and without.
 #  - GPU 1: the patched copy's forced-configuration tests against float64 on the GPU (launcher in
-#    check mode) and its refusals.
+#    check mode) and its refusals; then tests/test_split_rows.py (with session 17's per-head reload
+#    case, added after run ZZZN).
 # Count: the fused add fp32 4096×16384 moves 4 × 256 MiB = 1.07 GB → 253 µs at 4250 GB/s.
 # Prediction: unknown in sign — if the dealing is what separates normkit's whole row (345.5) from
 # Liger's (286), the contiguous whole row lands near 290; otherwise within ±3 % of the cyclic one.
@@ -29,6 +30,8 @@ mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
   export CUDA_VISIBLE_DEVICES=1
   cd $P && export PYTHONPATH=/tmp/site:$PWD
   TESTS_LOG=contiguous checked_tests 200 tests/test_ops.py -k "forced or backward_options"
+  # main's split tests again, with session 17's per-head reload case (not yet run on a GPU)
+  TESTS_LOG=split checked_tests 200 tests/test_split_rows.py
 ) > "$L/gpu1.log" 2>&1 &
 wait
 cat "$L/gpu0.log" "$L/gpu1.log"
