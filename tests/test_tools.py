@@ -57,6 +57,7 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert tile("1x8192w16c") == cfg.TileConfig(1, 8192, False, 16)
     assert tile("16x128w1s3") == cfg.TileConfig(16, 128, True, 1, async_stages=3)
     assert tile("1x8192w8pS") == cfg.TileConfig(1, 8192, True, 8, prefetch=True, split=True)
+    assert tile("1x4096w4pSr") == cfg.TileConfig(1, 4096, True, 4, prefetch=True, split=True, reload=True)
     assert parse("1x8192:16:col:two:r32") == cfg.TileConfig(1, 8192, False, 16, centered_pass=True, max_registers=32)
 
 

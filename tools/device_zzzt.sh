@@ -5,7 +5,9 @@
 #  - GPU 0: sweeps (tools/tune.py --config, the heuristic in the same process): the fused add fp32
 #    4096×16384 whole rows on 16 / 32 warps with and without contiguous ranges (Liger 286 µs; normkit's
 #    split parts 301, its whole row 345.5 in session 16); the same bf16; RMSNorm / LayerNorm fp32
-#    16384×4096 on their plain 1 × 4096 tiles (8 warps, two an SM) with and without.
+#    16384×4096 on their plain 1 × 4096 tiles (8 warps, two an SM) with and without; and main's
+#    reloading bf16 1 × 4096 parts capped at 168 registers, three an SM (RMSNorm 8192×32768 /
+#    4096×65536, the fused add 8192×32768).
 #  - GPU 1: the patched copy's forced-configuration tests against float64 on the GPU (launcher in
 #    check mode) and its refusals; then tests/test_split_rows.py (with session 17's per-head reload
 #    case, added after run ZZZN).
@@ -25,6 +27,11 @@ mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
   sweep fused_add bf16 4096x16384 1x16384:16 1x16384:16:cont
   sweep rms fp32 16384x4096 1x4096:8:p2 1x4096:8:p2:cont
   sweep layer_norm fp32 16384x4096 1x4096:8:p2 1x4096:8:p2:cont
+  # main's reloading bf16 parts (1 × 4096 on 4 warps: 224 / 238 registers, two an SM) capped so that
+  # three fit (ptx_stats on the CPU, session 17: 344 / 416 B spilled at 168 — likely to lose, as
+  # spilling parts did in runs ZZS-ZZT; cheap to know)
+  sweep rms bf16 8192x32768,4096x65536 1x4096:4:split:pf:p3:r168:reload
+  sweep fused_add bf16 8192x32768 1x4096:4:split:pf:p3:r168:reload
 ) > "$L/gpu0.log" 2>&1 &
 (
   export CUDA_VISIBLE_DEVICES=1

@@ -46,7 +46,7 @@ def constexprs(kind, family, config, dtype):
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
              if not config.split else 8, PREFETCH=config.prefetch,
-             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None)
+             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload)
     if rms:
         c.update(MEAN=None, DB_PARTIAL=None)
     if not residual:
@@ -59,13 +59,15 @@ def constexprs(kind, family, config, dtype):
 def parse_tile(text):
     """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums); a suffix "s3"
     stages the row loop's loads 3 deep in shared memory (async_stages); "c": the column path
-    (one_tile False: statistics first, then the row read again); "S": a split-row part (backward)."""
+    (one_tile False: statistics first, then the row read again); "S": a split-row part (backward),
+    "Sr" one re-reading the previous row block after the exchange (reload)."""
     text, _, stages = text.partition("s")
     rows, rest = text.split("x")
     width, rest = rest.split("w")
-    warps = rest.rstrip("pjcS")
+    warps = rest.rstrip("pjcSr")
     return cfg.TileConfig(int(rows), int(width), "c" not in rest, int(warps), prefetch="p" in rest,
-                          joined_sums="j" in rest, async_stages=int(stages or 0), split="S" in rest)
+                          joined_sums="j" in rest, async_stages=int(stages or 0), split="S" in rest,
+                          reload="S" in rest and "r" in rest)
 
 
 def main() -> int:
@@ -78,7 +80,7 @@ def main() -> int:
     p.add_argument("--widths", default="1024,2048,4096,8192")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--tile", help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
-                                  "j: joined sums, c: column path, S: split-row part, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
+                                  "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
     p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
     p.add_argument("--max-registers", type=int, default=None,
