@@ -82,8 +82,8 @@ _PAIRED_SPLIT_RELOAD_MAX = 65536
 # (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
 # 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
 _PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128, False)
-# 4-byte rows: 8 KB of x a part (2048 fp32 columns) on 4 warps, two an SM (ptxas, sm_90: 226-245
-# registers); the fused add's rows up to 16384 on 8 warps (123-127). Run ZZZG's sweep (fp32, µs,
+# 4-byte rows: 8 KB of x a part (2048 fp32 columns) on 4 warps, two an SM until run ZZZM (ptxas,
+# sm_90: 226-245 registers); the fused add's rows up to 16384 on 8 warps (123-127) until then. Run ZZZG's sweep (fp32, µs,
 # against 1 × 4096 on 16 warps, one an SM): 4096×16384 RMSNorm 235.1 (8 warps: 233.4) against 255.9,
 # LayerNorm 239.9 against 260.7, the fused add 309.0 on 8 warps (317.3 on 4) against 311.4;
 # 4096×65536 RMSNorm 942.0 against 985.1, LayerNorm 945.4 against 1055.2, the fused add 1233.7
