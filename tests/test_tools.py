@@ -123,3 +123,18 @@ def test_bench_tables_write_replaces_the_tables_and_the_raw_rows(tmp_path):
     assert text[text.index("#### QK-norm rows"):] == new[new.index("#### QK-norm rows"):]
     with pytest.raises(SystemExit, match="docs/bench_"):
         tool.main([str(copy), "--benchmarks", str(copy), "--write"])
+
+
+def test_offset_probe_says_it_needs_a_gpu(capsys, monkeypatch):
+    """tools/offset_probe.py times kernels on a CUDA GPU: without one it stops with a message and
+    exit status 2 (argparse's), not a traceback."""
+    import sys
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(sys, "argv", ["offset_probe.py", "--separate", "--bench-inputs", "--swap", "fresh-copies"])
+    with pytest.raises(SystemExit) as stop:
+        _tool("offset_probe").main()
+    assert stop.value.code == 2
+    assert "times kernels on a CUDA GPU; none is visible" in capsys.readouterr().err
