@@ -105,3 +105,14 @@ short_tiles() {
           s/num_warps=/w/; s/programs_per_sm=/p/; s/max_registers=/r/; s/column_stages=/cs/;
           s/centered_pass=True/two/; s/, / /g; s/\)$//'
 }
+
+# patched_copy DIR PATCH...: this checkout's normkit, tools, tests and pyproject.toml copied to DIR with
+# each PATCH applied in order (an experiment's build, for an A/B or its tests); says so if one fails.
+patched_copy() {
+  local dir=$1 root=$PWD patch
+  shift
+  mkdir -p "$dir" && cp -r normkit tools tests pyproject.toml "$dir"/ || { echo "patched_copy: copy failed"; return 1; }
+  for patch in "$@"; do
+    (cd "$dir" && patch -p1 -s < "$root/$patch") || { echo "patched_copy: $patch failed"; return 1; }
+  done
+}

@@ -17,8 +17,7 @@
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 P=/tmp/ab/cont
-mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && \
-  (cd $P && patch -p1 -s < "$OLDPWD/docs/experiments/backward-contiguous-rows.patch") || echo "patch failed"
+patched_copy $P docs/experiments/backward-contiguous-rows.patch
 (
   export CUDA_VISIBLE_DEVICES=0
   cd $P && export PYTHONPATH=/tmp/site:$PWD

@@ -23,11 +23,9 @@
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 A=/tmp/ab/sumg AB=/tmp/ab/fewer
-for dir in $A $AB; do
-  mkdir -p $dir && cp -r normkit tools tests pyproject.toml $dir/ && \
-    (cd $dir && patch -p1 -s < "$OLDPWD/docs/experiments/backward-split-rms-without-sum-g.patch") || echo "patch A failed"
-done
-(cd $AB && patch -p1 -s < "$OLDPWD/docs/experiments/split-exchange-fewer-reductions.patch") || echo "patch B failed"
+patched_copy $A docs/experiments/backward-split-rms-without-sum-g.patch
+patched_copy $AB docs/experiments/backward-split-rms-without-sum-g.patch \
+    docs/experiments/split-exchange-fewer-reductions.patch
 LOGS=$L
 (
   export CUDA_VISIBLE_DEVICES=0 L=$LOGS/a; mkdir -p "$L"  # each A/B its own folder: ab_summary reads them all

@@ -10,9 +10,8 @@
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 P=/tmp/ab/checked
-mkdir -p $P && cp -r normkit tools tests pyproject.toml $P/ && (cd $P && \
-  patch -p1 -s < "$OLDPWD/docs/experiments/backward-split-rms-without-sum-g.patch" && \
-  patch -p1 -s < "$OLDPWD/docs/experiments/split-exchange-fewer-reductions.patch") || echo "patch failed"
+patched_copy $P docs/experiments/backward-split-rms-without-sum-g.patch \
+    docs/experiments/split-exchange-fewer-reductions.patch
 (
   export CUDA_VISIBLE_DEVICES=0
   cd $P && export PYTHONPATH=/tmp/site:$PWD
