@@ -14,7 +14,8 @@
 #    8192×32768 (unchanged by A).
 #  - GPU 1: A/B A → A + B, 3 rounds: LayerNorm bf16 4096×16384 … 2048×131072 and fp32 4096×16384 /
 #    4096×65536 (backward), the fused add bf16 4096×65536 / 2048×131072 (its split forward); control
-#    RMSNorm bf16 8192×32768 (its backward unchanged by B).
+#    RMSNorm bf16 8192×32768 (its backward unchanged by B); then, in A + B, LayerNorm's capped 8-warp
+#    parts at 4096×65536 / 2048×131072 against its heuristic.
 # A row block of 1 × 4096 bf16 moves 24 KB (x, dy, dx): ~1.5 µs of an SM's share of 4250 GB/s with two
 # parts an SM; a block-wide reduction round is ~0.1-0.3 µs that the part's warps wait.
 # Prediction: A −1 to −4 % on RMSNorm / the fused add split shapes; B −1 to −4 % on LayerNorm's (most at
@@ -38,6 +39,9 @@ LOGS=$L
   ab_summarised 3 "$A" "$AB" "_l|layer_norm|bf16|4096x16384,8192x32768,4096x65536,2048x131072" \
       "_f|layer_norm|fp32|4096x16384,4096x65536" "_a|fused_add|bf16|4096x65536,2048x131072" \
       "_r|rms|bf16|8192x32768"
+  # LayerNorm's capped 8-warp parts (its rows of 32768) spill 28 B with B instead of 44: at 65536 /
+  # 131072 they had lost to the 4-warp parts (run ZZZG: 629.9 / 639.7 against 598.7 / 619.2)
+  cd $AB && PYTHONPATH=/tmp/site:$AB tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 100 2x2048:8:split:pf:p2:r128
 ) > "$LOGS/gpu1.log" 2>&1 &
 wait
 cat "$LOGS/gpu0.log" "$LOGS/gpu1.log"
