@@ -1,6 +1,6 @@
 """Does the backward's time at a shape depend on where its tensors lie, or on their values? (RMSNorm
 bf16 131072×8192 ran 1543-1724 µs across fresh benchmark processes, torch.compile 1685-1697: run
-ZZZQ. Session 17's answer: not on where — 1535-1552 at every placement and in 32 fresh processes with
+ZZZQ. Session 17's answer: not on where — 1535-1552 at every placement and in 52 fresh processes with
 N(0, 1) inputs —, on the values: with the benchmark's inputs (--bench-inputs) 11 of 12 processes ran
 1725-1754. BENCHMARKS.md, "Session 17".)
 
