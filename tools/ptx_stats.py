@@ -83,10 +83,14 @@ def main() -> int:
                                   "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
     p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
+    p.add_argument("--recompute", action="store_true",
+                   help="backward: statistics recomputed in the kernel (no saved mean / rstd)")
     p.add_argument("--max-registers", type=int, default=None,
                    help="ptxas' register cap (Triton's maxnreg) instead of the tile's, e.g. 128")
     args = p.parse_args()
     extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
+    if args.recompute:
+        extra.update(RECOMPUTE_STATS=True, RSTD=None, MEAN=None)
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
     for family in args.families.split(","):
