@@ -13,6 +13,8 @@
 #  - GPU 1: Nsight Compute on the kernel of one slow and one fast process (DRAM bytes and throughput,
 #    L2 hit rate: the same bytes at a lower rate points at DRAM row or channel conflicts; more bytes
 #    at L2 misses).
+# (Session 17's --separate calls had allocated and freed the tool's view buffer first — fixed since — so
+# their tensors came from that freed segment: this run's layouts are the first clean ones.)
 # Prediction: slow where x and dy lie in 4 GiB segments (or 4 GiB apart), fast after empty_cache;
 # Nsight: the same DRAM bytes in both, lower DRAM throughput in the slow one.
 # Outcome: (fill in after the run)
