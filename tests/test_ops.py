@@ -593,8 +593,9 @@ def test_wide_rows_take_their_family_s_tiles():
     LayerNorm's 2 × 4096 on 8 warps, else the 1 × 8192 parts every family takes; 4-byte rows into 1
     row × 2048 on 4 warps, three an SM (runs ZZZH, ZZZL), then 1 × 16 KB on 16 warps, as 8-byte rows (1
     × 8192 fp32 parts spill: run ZZT); else column tiles. Reload (the previous row block read again
-    after the exchange, runs ZZZL-ZZZN): the 4-byte 1 × 2048 parts, RMSNorm's and the fused add's 1 ×
-    4096 on rows up to 65536 (not RMSNorm's wider ones), and the fused add's 1 × 8192 on rows wider."""
+    after the exchange, runs ZZZL-ZZZN; since design change 17, runs ZZZX-ZZZY, the 2-byte parts hold
+    it): the 4-byte 1 × 2048 parts past RMSNorm's 65536 and LayerNorm's 16384 columns, every fused
+    add's."""
     for n, residual, layer_norm, size, heads, sms in itertools.product(
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
@@ -617,12 +618,14 @@ def test_wide_rows_take_their_family_s_tiles():
                               layer_norm=layer_norm, element_size=size)
         whole = cfg.next_power_of_2(n)
         if size > 2:  # fp32: 8 KB of x a part on 4 warps, three an SM, then (fp64 only) 16 KB on 16 warps
-            options = ([(1, 2048, 4, 3, 0, True)] if size == 4 else []) + [(1, 16384 // size, 16, 1, 0, False)]
+            held = whole <= (0 if residual else 16384 if layer_norm else 65536)  # two an SM, else three
+            options = ([(1, 2048, 4, 2, 0, False) if held else (1, 2048, 4, 3, 0, True)] if size == 4 else []) + [
+                (1, 16384 // size, 16, 1, 0, False)]
         else:  # two programs an SM first, then one on 8 warps (rows, part, warps, programs an SM, cap, reload)
             options = ([(2, 2048, 8, 2, 128, False) if whole == 32768 and not residual else (2, 2048, 4, 2, 0, False),
                         (2, 4096, 8, 1, 0, False)] if layer_norm
-                       else [] if residual and whole > 65536 else [(1, 4096, 4, 2, 0, whole <= 65536)])
-            options.append((1, 8192, 8, 1, 0, residual and whole > 65536 and not layer_norm))
+                       else [] if residual and whole > 65536 else [(1, 4096, 4, 2, 0, False)])
+            options.append((1, 8192, 8, 1, 0, False))
         part = next((o for o in options if cfg.cdiv(n, o[1]) * heads <= sms), None)
         assert (bwd.block_m, bwd.block_n, bwd.num_warps, bwd.programs_per_sm, bwd.max_registers, bwd.reload,
                 bwd.split) == ((*part, True) if part else (2, 4096, 16, 2, 0, False, False)), (
@@ -632,9 +635,11 @@ def test_wide_rows_take_their_family_s_tiles():
 
 def test_backward_rows_up_to_16384_split_in_pairs():
     """The backward's rows of 8192 < N ≤ 16384 on a GPU: 2-byte rows in parts of 2 × 2048 on 4
-    warps, two programs an SM (run ZZZF); 4-byte rows in 1 × 2048 on 4 warps, three an SM, re-reading
-    the previous row block after the exchange (reload; run ZZZL: the fused add's fp32 4096×16384 301.4
-    µs against 309.1 on 8 warps, two an SM); 8-byte rows in 1 × 2048 (16 KB) on 16 warps, one an SM.
+    warps, two programs an SM (run ZZZF); 4-byte rows in 1 × 2048 on 4 warps, the fused add's three
+    an SM re-reading the previous row block after the exchange (reload; run ZZZL: its fp32 4096×16384
+    301.4 µs against 309.1 on 8 warps, two an SM; run ZZZY: held 303.2 against 292.0), RMSNorm's and
+    LayerNorm's two an SM holding it (run ZZZY: 221.0 / 224.3 against 226.2 / 231.4 reloading); 8-byte rows in
+    1 × 2048 (16 KB) on 16 warps, one an SM.
     Where the parts of every head do not fit one an SM, the next candidate or the whole row."""
     def pick(n, size, residual, layer_norm=False, heads=1):
         t = cfg.tile_config(n, True, False, heads=heads, multiprocessors=132, residual=residual,
@@ -642,10 +647,12 @@ def test_backward_rows_up_to_16384_split_in_pairs():
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.split, t.reload)
     for n, residual, layer_norm in itertools.product((8193, 12000, 16384), (False, True), (False, True)):
         assert pick(n, 2, residual, layer_norm) == (2, 2048, 4, 2, 0, True, False)
-        assert pick(n, 4, residual, layer_norm) == (1, 2048, 4, 3, 0, True, True)
+        assert pick(n, 4, residual, layer_norm) == ((1, 2048, 4, 3, 0, True, True) if residual
+                                                    else (1, 2048, 4, 2, 0, True, False))
         assert pick(n, 8, residual, layer_norm) == (1, 2048, 16, 1, 0, True, False)
     # 8 parts × 16 heads = 128 ≤ 132 SMs; 8 × 17 do not fit: 2-byte rows take 2 × 4096 parts (4 × 17 = 68)
-    assert pick(16384, 4, False, heads=16) == (1, 2048, 4, 3, 0, True, True)
+    assert pick(16384, 4, False, heads=16) == (1, 2048, 4, 2, 0, True, False)
+    assert pick(16384, 4, True, heads=16) == (1, 2048, 4, 3, 0, True, True)
     assert pick(16384, 4, False, heads=17) == (1, 4096, 16, 1, 0, True, False)
     assert pick(16384, 2, False, heads=17) == (2, 4096, 8, 1, 0, True, False)
     assert not pick(16384, 4, False, heads=64)[-1]  # 4 × 64 parts do not fit: the whole row

@@ -33,10 +33,10 @@ _SPLIT_PART = 8192
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
-# The fused add's rows wider than _PAIRED_SPLIT_RESIDUAL_MAX (its 1 × 8192 parts): the previous row
-# block read again after the exchange (ptxas, sm_90: 255 registers + 20 B spilled → 238, none). Run
-# ZZZL's sweep (bf16 2048×131072): 705.1 µs against 724.3.
-_SPLIT_RELOAD_RESIDUAL = True
+# The fused add's rows wider than _PAIRED_SPLIT_RESIDUAL_MAX (its 1 × 8192 parts) had read the previous
+# row block again after the exchange (reload; run ZZZL: 705.1 µs against 724.3 at bf16 2048×131072)
+# until design change 17 left RMSNorm's parts without Σg: they hold it again (run ZZZX's sweep: 656.5
+# against 700.8 reloading).
 # 8192 < N ≤ 16384, and LayerNorm's rows of every width above, where the paired parts below do not
 # fit: rows, part width, warps (prefetching parts; one program an SM). LayerNorm's 1 × 8192 part
 # spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14); run ZZR's sweep (tools/tune.py
@@ -73,11 +73,14 @@ _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 # 1024×262144 557.9 → 599.7 (32-64 parts a row), so not past _PAIRED_SPLIT_RELOAD_MAX; the fused add
 # (one round) 671.6 → 657.8, 691.9 → 677.2. LayerNorm's 2 × 2048 parts lost with it (616.4 against
 # 528.5 for its capped 8-warp parts at 8192×32768; 654.9 against 603.0).
+# Design change 17 (RMSNorm's / the fused add's parts neither compute nor exchange Σg; ptxas, sm_90:
+# 13-24 registers fewer) turned it round: holding the row block won again. Run ZZZX's sweep (bf16,
+# µs, tools/tune.py --config): RMSNorm 8192×32768 464.4 held against 508.7 reloading, 4096×65536
+# 471.0 against 537.7; the fused add 635.3 against 666.2, 649.1 against 685.2.
 # (rows, part width, warps, programs an SM, register cap, reload)
 _PAIRED_SPLIT = (2, 2048, 4, 2, 0, False)
-_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0, True)
+_PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0, False)
 _PAIRED_SPLIT_RESIDUAL_MAX = 65536
-_PAIRED_SPLIT_RELOAD_MAX = 65536
 # LayerNorm's bf16 rows of 32768 (no residual): 2 × 2048 on 8 warps capped at 128 registers, two an SM
 # (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
 # 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
@@ -94,8 +97,16 @@ _PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128, False)
 # µs, against the heuristic then): 4096×16384 RMSNorm 235.9 against 237.8, the fused add 301.4
 # against 309.1 (8 warps, two an SM), LayerNorm 241.3 against 242.2; 4096×65536 918.9 against
 # 940.1, 1223.1 against 1229.1, 945.3 against 943.0.
+# Design change 17 (RMSNorm's parts without Σg, fewer exchange reductions) made holding the block
+# win again on some rows. Run ZZZY's sweep (fp32, µs, held against reloading): RMSNorm 4096×16384
+# 221.0 against 226.2, 4096×65536 854.3 against 877.3, but 2048×131072 965.3 against 920.7;
+# LayerNorm 224.3 against 231.4, then 943.0 against 918.0, 1034.9 against 961.3; the fused add
+# 303.2 against 292.0, 1190.3 against 1185.6, 1280.5 against 1239.7. Held up to the widths below.
+# Held parts take 202 (RMSNorm) / 229 (LayerNorm) registers (ptxas, sm_90): two an SM (the sweep's
+# "three an SM" held parts ran as two: the launcher fits the grid to what is resident).
 # (rows, part width, warps, programs an SM, register cap, reload)
 _PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 3, 0, True)
+_PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add": 0}
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -204,6 +215,9 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
         sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0, False)
         if element_size > 4:
             return (sixteen_kb,)
+        family = "fused_add" if residual else "layer_norm" if layer_norm else "rms"
+        if whole <= _PAIRED_SPLIT_4_BYTE_HELD_MAX[family]:
+            return (_PAIRED_SPLIT_4_BYTE[:3] + (2, 0, False), sixteen_kb)
         return (_PAIRED_SPLIT_4_BYTE, sixteen_kb)
     wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0, False)
     narrow = _NARROW_SPLIT + (1, 0, False)
@@ -213,8 +227,8 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
         first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
         return (first, narrow, wide)
     if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
-        return (wide[:-1] + (_SPLIT_RELOAD_RESIDUAL,),)
-    return (_PAIRED_SPLIT_RMS[:-1] + (whole <= _PAIRED_SPLIT_RELOAD_MAX,), wide)
+        return (wide,)
+    return (_PAIRED_SPLIT_RMS, wide)
 
 
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:

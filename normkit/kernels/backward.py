@@ -153,6 +153,13 @@ def _store_dh(DX, DRESIDUAL_OUT, dx_offs, dres_offs, dh, mask, HAS_DRESIDUAL: tl
 
 
 @triton.jit
+def _add_pair(a, b, c, d):
+    """tl.reduce's combine of two sums at once: (a, b) + (c, d). Split parts only — Triton 3.6's
+    interpreter runs a combine function element by element in fp32 (RELIABILITY, session 17)."""
+    return a + c, b + d
+
+
+@triton.jit
 def _accumulate_partial(PARTIAL, offs, mask, contribution):
     """PARTIAL[offs] += contribution, by the row's one owner program."""
     tl.store(PARTIAL + offs, tl.load(PARTIAL + offs, mask=mask, other=0.0) + contribution, mask=mask)
@@ -247,8 +254,13 @@ def norm_bwd_kernel(
             g = dy.to(COMPUTE_DTYPE)
             if HAS_WEIGHT:
                 g = g * w[None, :]
-            publish_row_sums(XCHG, group, t, part, h_c, mask, tl.sum(g * h_c, axis=1), tl.sum(g, axis=1),
-                             IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, SPLIT, COMPUTE_DTYPE)
+            if IS_RMS_NORM:
+                sum_gh = tl.sum(g * h_c, axis=1)
+                sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
+            else:  # both sums in one reduction (one round of cross-warp exchanges)
+                sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
+            publish_row_sums(XCHG, group, t, part, h_c, mask, sum_gh, sum_g,
+                             IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM)
 
             # ---- the previous block: its rows' sums, then dh and the parameter partials
             local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -259,7 +271,8 @@ def norm_bwd_kernel(
                 if not IS_RMS_NORM:
                     mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
-                                                          RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE)
+                                                          RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
+                                                          SUM_G=not IS_RMS_NORM)
             if RECOMPUTE_STATS:
                 mean = row_mean
                 rstd = 1.0 / tl.sqrt(var + eps)

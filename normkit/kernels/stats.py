@@ -50,14 +50,14 @@ def _send(ptr, value, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
 
 @triton.jit
 def _receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """(value, number of words not yet carrying `tag`) of the tagged words at ptr (volatile loads:
-    from L2 every time); masked lanes read 0 and count as arrived."""
+    """(value, late) of the tagged words at ptr (volatile loads: from L2 every time): late is true
+    where a word does not carry `tag` yet; masked lanes read 0 and count as arrived."""
     low_bits = tl.full([], 0xFFFFFFFF, tl.int64)
     word = tl.load(ptr, mask=mask, other=0, volatile=True)
-    late = tl.sum(tl.where(mask & ((word >> 32) != tag), 1, 0))
+    late = mask & ((word >> 32) != tag)
     if COMPUTE_DTYPE == tl.float64:
         low = tl.load(ptr + SPAN, mask=mask, other=0, volatile=True)
-        late += tl.sum(tl.where(mask & ((low >> 32) != tag), 1, 0))
+        late = late | (mask & ((low >> 32) != tag))
         value = (((word & low_bits) << 32) | (low & low_bits)).to(tl.float64, bitcast=True)
     else:
         value = (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
@@ -73,7 +73,7 @@ def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
 @triton.jit
 def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
-                     SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+                     SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True):
     """Publish this part's row sums of one row block (the group's `iteration`-th) to its partners.
 
     XCHG (int64, zeroed): (groups, RING, 4, 2, SPLIT, BLOCK_M) — slot iteration % RING, quantity
@@ -81,7 +81,8 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
     tagged iteration + 1 (`_send`), so a reader knows from the words alone that they are this
     round's: no counter, no fence (a release would wait for the prefetched loads in flight).
     Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k columns
-    (RMSNorm: s₂ = Σh²); `await_row_sums` merges them.
+    (RMSNorm: s₂ = Σh²); `await_row_sums` merges them. Without SUM_G, Σg is neither sent nor
+    awaited (RMSNorm's backward: its dh has no Σg term).
 
     Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
     whole block's loads and sums). It can publish t only after its wait for t − 2 saw every partner
@@ -92,7 +93,8 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
     slot = _slot(XCHG, group, iteration, SPAN) + part * BLOCK_M + tl.arange(0, BLOCK_M)
     tag = iteration + 1
     _send(slot, sum_gh, tag, SPAN, COMPUTE_DTYPE)
-    _send(slot + 2 * SPAN, sum_g, tag, SPAN, COMPUTE_DTYPE)
+    if SUM_G:
+        _send(slot + 2 * SPAN, sum_g, tag, SPAN, COMPUTE_DTYPE)
     if RECOMPUTE_STATS:
         if IS_RMS_NORM:
             _send(slot + 6 * SPAN, tl.sum(h * h, axis=1), tag, SPAN, COMPUTE_DTYPE)
@@ -106,27 +108,29 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
 
 @triton.jit
 def _poll(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
-          COMPUTE_DTYPE: tl.constexpr):
+          COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr):
     """One read of a slot: the (SPLIT, BLOCK_M) tiles of the four quantities (unused ones 0) and
-    how many of their words are not yet this round's."""
+    how many of their (part, row) entries are not yet this round's."""
     sum_gh, late = _receive(slot, mask, tag, SPAN, COMPUTE_DTYPE)
-    sum_g, late_g = _receive(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
-    late += late_g
+    sum_g = tl.zeros_like(sum_gh)
+    if SUM_G:
+        sum_g, late_g = _receive(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+        late = late | late_g
     s1 = tl.zeros_like(sum_gh)
     s2 = tl.zeros_like(sum_gh)
     if RECOMPUTE_STATS:
         s2, late_2 = _receive(slot + 6 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
-        late += late_2
+        late = late | late_2
         if not IS_RMS_NORM:
             s1, late_1 = _receive(slot + 4 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
-            late += late_1
-    return sum_gh, sum_g, s1, s2, late
+            late = late | late_1
+    return sum_gh, sum_g, s1, s2, tl.sum(late.to(tl.int32))  # one reduction counts them all
 
 
 @triton.jit
 def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
                    RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+                   SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True):
     """Whole-row (Σ(g·h), Σg, mean, var) of the group's `iteration`-th row block: read the slot
     until every partner's words carry this round's tag, then reduce the `parts` partial sums in one
     fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros)::
@@ -138,11 +142,15 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
     slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
-    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE)
+    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G)
     while late > 0:
-        sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE)
+        sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
+                                            SUM_G)
     sum_gh = tl.sum(sum_gh, axis=0)
-    sum_g = tl.sum(sum_g, axis=0)
+    if SUM_G:
+        sum_g = tl.sum(sum_g, axis=0)
+    else:
+        sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     var = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     if RECOMPUTE_STATS:
