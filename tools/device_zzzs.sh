@@ -17,7 +17,11 @@
 # their tensors came from that freed segment: this run's layouts are the first clean ones.)
 # Prediction: slow where x and dy lie in 4 GiB segments (or 4 GiB apart), fast after empty_cache;
 # Nsight: the same DRAM bytes in both, lower DRAM throughput in the slow one.
-# Outcome: (fill in after the run)
+# Outcome (session 18): layouts do not explain it. Views 0-4 GiB apart 1531.8-1540.9 µs; N(0, 1)
+# separate tensors 1530.6-1536.1; the benchmark's inputs 1715.1-1732.6 as made (x and dy in one 4 GiB
+# segment), 1726.7-1740.6 cloned into 2 GiB segments, 1670.0-1738.6 cloned after empty_cache — the
+# same layouts as the N(0, 1) tensors. Nsight Compute (kernel replay): the backward kernel 1.52 ms at
+# 88.1 % of DRAM peak (N(0, 1)) and 1.53 ms at 87.5 % (bench inputs): the same. Next: ZZZS2.
 source tools/device_env.sh
 probe() { timeout 40 python3 tools/offset_probe.py "$@"; }
 (

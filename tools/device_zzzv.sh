@@ -21,7 +21,14 @@
 # Prediction: A −1 to −4 % on RMSNorm / the fused add split shapes; B −1 to −4 % on LayerNorm's (most at
 # 32768, where the capped parts spill less) and ±1 % on the split forward; controls ±1 %. Each that
 # wins then needs ZZZW's GPU tests and memcheck before landing.
-# Outcome: (fill in after the run)
+# Outcome (session 18, run 1 of the session, 3 rounds, bwd µs medians): A won where the parts hold
+# their row block — RMSNorm bf16 2048×131072 543.9 → 501.8, fp32 4096×16384 233.5 → 226.5, 4096×65536
+# 914.5 → 890.9 — and lost where the bf16 parts reload: RMSNorm 8192×32768 484.5 → 514.3, 4096×65536
+# 508.3 → 533.8, the fused add 164.6 → 168.4, 663.2 → 669.9, 695.2 → 699.0; control LayerNorm +0.6 %.
+# B on top of A: LayerNorm bf16 4096×16384 145.8 → 135.7, 4096×65536 598.6 → 542.5, 2048×131072
+# 617.5 → 559.9, but 8192×32768 (capped 8-warp parts) 524.4 → 534.7; fp32 238.7 → 232.0, 934.2 →
+# 913.9; the fused add's split forward ±1.5 %; control RMSNorm ±0.2 %. LayerNorm's capped 8-warp parts
+# still lose at 65536 / 131072 (566.1 / 580.4 against 542.2 / 560.4). Next: ZZZX (the tiles again).
 source tools/device_env.sh
 A=/tmp/ab/sumg AB=/tmp/ab/fewer
 patched_copy $A docs/experiments/backward-split-rms-without-sum-g.patch

@@ -7,7 +7,8 @@
 #    forced onto small problems against float64, tests/test_split_rows.py, the 20-run bitwise tests.
 #  - GPU 1: compute-sanitizer memcheck over every split backward, then forward, configuration.
 # Prediction: 0 failures, 0 errors (a lost word would show as a hang, i.e. a timeout, not a number).
-# Outcome: (fill in after the run)
+# Outcome: not run as such (session 18) — its checks ran in ZZZX (GPU 1) and, on the landed
+# configuration, ZZZZ (GPU 0).
 source tools/device_env.sh
 P=/tmp/ab/checked
 patched_copy $P docs/experiments/backward-split-rms-without-sum-g.patch \
