@@ -52,6 +52,20 @@ def test_heuristic_tiles_as_launched_do_not_spill():
         assert all(" 0 B spilled" in line for line in lines), out.stdout
 
 
+def test_ptx_stats_sass_reports_the_row_loop():
+    """--sass disassembles the compiled tile (nvdisasm from Triton's wheel) and reports its row
+    loop: a count a thread an iteration and per element, with the loop's FMULs and source lines."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "bwd", "--families", "rms",
+                          "--widths", "1024", "--sass"], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    loop = next(line for line in out.stdout.splitlines() if "row loop:" in line)
+    count, per_element = int(loop.split()[2]), float(loop.split(", ")[1].split()[0])
+    assert count > 100 and 1 < per_element < 100, out.stdout
+    assert "FMUL" in out.stdout and "backward.py:" in out.stdout, out.stdout
+
+
 def test_wide_row_tiles_spill_little():
     """The heuristic's tiles for wide rows (split parts, column tiles, the fused add's split forward),
     every family, bf16 and fp32, as launched (ptxas, sm_90): at most 128 B spilled a thread. The bf16

@@ -138,3 +138,36 @@ def test_offset_probe_says_it_needs_a_gpu(capsys, monkeypatch):
         _tool("offset_probe").main()
     assert stop.value.code == 2
     assert "times kernels on a CUDA GPU; none is visible" in capsys.readouterr().err
+
+
+def test_ptx_stats_finds_the_row_loop_in_sass():
+    """--sass: nvdisasm's text parsed into (address, opcode, branch target, source line); the row
+    loop is the widest backward branch (the poll loop inside it is narrower); the report counts its
+    instructions a thread an iteration and per element."""
+    stats = _tool("ptx_stats")
+    text = """
+	//## File "/x/normkit/kernels/backward.py", line 245
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+	//## File "/x/normkit/kernels/backward.py", line 253
+        /*0010*/                   PRMT R2, R3, 0x7632, R2 ;
+        /*0020*/                   FMUL R4, R2, R5 ;
+.L_x_2:
+	//## File "/x/normkit/kernels/stats.py", line 146
+        /*0030*/                   LDG.E.64.STRONG.GPU R6, desc[UR4][R8.64] ;
+        /*0040*/               @P0 BRA `(.L_x_2) ;
+	//## File "/x/normkit/kernels/backward.py", line 140
+        /*0050*/                   FFMA R4, R2, R5, R4 ;
+        /*0060*/              @!P1 BRA `(.L_x_1) ;
+        /*0070*/                   EXIT ;
+"""
+    instructions, labels = stats.parse_sass(text)
+    assert labels == {".L_x_1": 0x10, ".L_x_2": 0x30}
+    assert instructions[1] == (0x10, "PRMT", None, "backward.py:253")
+    assert instructions[4] == (0x40, "BRA", ".L_x_2", "stats.py:146")
+    loop = stats.largest_loop(instructions, labels)
+    assert [i[0] for i in loop] == [0x10, 0x20, 0x30, 0x40, 0x50, 0x60]
+    report = stats.loop_report(loop, elements_per_thread=2)
+    assert "6 instructions a thread an iteration, 3.0 an element (2 a thread)" in report
+    assert "BRA 2" in report and "backward.py:253 2" in report
+    assert stats.largest_loop(instructions[:2], labels) == []  # no backward branch: no loop

@@ -4,15 +4,24 @@ For each family and width: the tile `normkit.config.tile_config` picks on an H20
 kernel specialised like a launch of contiguous tensors (16-divisible pointers, unit column stride:
 `compile_check.launch_specialisation`), compiled for sm_90 on this machine (no GPU needed); prints
 ptxas' registers and spilled bytes and the PTX's bar.sync / shfl.sync counts (per row block: the
-row loop's body appears once in the PTX). Run without TRITON_INTERPRET:
+row loop's body appears once in the PTX). With --sass, also the SASS of the kernel's largest loop
+(the row loop; `nvdisasm` of the cubin): its instructions a thread an iteration, per element the
+thread owns (BLOCK_M·BLOCK_N / threads), by opcode and by the source line they came from — what
+an issue-bound tile spends (run ZZZU: the split parts issue 0.45-0.51 instructions a cycle a
+scheduler). Run without TRITON_INTERPRET:
 
     python tools/ptx_stats.py --kind bwd --families layer_norm,rms --widths 1024,2048,4096,8192
+    python tools/ptx_stats.py --kind bwd --families rms --widths 32768 --sass
 """
 
 import argparse
+import collections
 import dataclasses
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 import triton.language as tl
 
@@ -56,6 +65,61 @@ def constexprs(kind, family, config, dtype):
     return c
 
 
+def sass_lines(cubin: bytes):
+    """[(address, opcode, source "file:line")] of the cubin's instructions (nvdisasm -c -g), and
+    {label: address}."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    text = subprocess.run([os.path.join(os.path.dirname(cc.PTXAS), "nvdisasm"), "-c", "-g", f.name],
+                          capture_output=True, text=True, check=True).stdout
+    os.unlink(f.name)
+    return parse_sass(text)
+
+
+def parse_sass(text: str):
+    """nvdisasm -c -g text → ([(address, opcode, target label or None, source)], {label: address})."""
+    instructions, labels, pending, source = [], {}, [], None
+    for line in text.splitlines():
+        found = re.search(r'//## File "([^"]+)", line (\d+)', line)
+        if found:
+            source = f"{os.path.basename(found.group(1))}:{found.group(2)}"
+            continue
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        found = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if found:
+            address = int(found.group(1), 16)
+            labels.update((name, address) for name in pending)
+            pending = []
+            body = re.sub(r"^@!?U?P\w+\s+", "", found.group(2))
+            target = re.search(r"`\((\.L_x_\d+)\)", body)
+            instructions.append((address, body.split()[0], target.group(1) if target else None, source))
+    return instructions, labels
+
+
+def largest_loop(instructions, labels):
+    """The instructions between the target of a backward branch and the branch, for the branch
+    spanning the most: the row loop (nested loops, such as the exchange's poll, lie inside it)."""
+    spans = [(labels[target], address) for address, opcode, target, _ in instructions
+             if opcode.startswith("BRA") and target in labels and labels[target] <= address]
+    if not spans:
+        return []
+    low, high = max(spans, key=lambda span: span[1] - span[0])
+    return [i for i in instructions if low <= i[0] <= high]
+
+
+def loop_report(loop, elements_per_thread: int, top: int = 12) -> str:
+    """The loop's instruction count (per element a thread owns), its opcodes and source lines."""
+    opcodes = collections.Counter(opcode.split(".")[0] for _, opcode, _, _ in loop)
+    sources = collections.Counter(source for *_, source in loop)
+    return (f"  row loop: {len(loop)} instructions a thread an iteration, {len(loop) / elements_per_thread:.1f} an "
+            f"element ({elements_per_thread} a thread)\n"
+            f"    opcodes: {', '.join(f'{k} {v}' for k, v in opcodes.most_common(top))}\n"
+            f"    lines:   {', '.join(f'{k} {v}' for k, v in sources.most_common(top))}")
+
+
 def parse_tile(text):
     """"1x2048w4pj" → TileConfig(1, 2048, one_tile, 4 warps, prefetch, joined sums); a suffix "s3"
     stages the row loop's loads 3 deep in shared memory (async_stages); "c": the column path
@@ -87,6 +151,9 @@ def main() -> int:
                    help="backward: statistics recomputed in the kernel (no saved mean / rstd)")
     p.add_argument("--max-registers", type=int, default=None,
                    help="ptxas' register cap (Triton's maxnreg) instead of the tile's, e.g. 128")
+    p.add_argument("--sass", action="store_true",
+                   help="also the row loop's SASS: instructions a thread an iteration and per element, by opcode "
+                        "and source line")
     args = p.parse_args()
     extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
     if args.recompute:
@@ -113,6 +180,9 @@ def main() -> int:
                   f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
                   f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync, "
                   f"{ptx.count('cp.async.cg') + ptx.count('cp.async.ca')} cp.async, {shared} B shared", flush=True)
+            if args.sass:
+                elements = config.block_m * config.block_n // (config.num_warps * 32)
+                print(loop_report(largest_loop(*sass_lines(compiled.asm["cubin"])), elements), flush=True)
     return 0
 
 
