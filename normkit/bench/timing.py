@@ -2,9 +2,9 @@
 
 GPU time of one call = (time of one replay of a CUDA graph holding K calls) / K, median over
 several replays, timed with CUDA events after 0.1 s of untimed replays. Replaying a graph removes
-the host (Python, dispatcher, launch) overhead, so the number is what the kernels cost on the device. When the data of one call
-fits in L2 the K calls rotate among several input sets, so the timed calls read from HBM as they
-would in a model.
+the host (Python, dispatcher, launch) overhead, so the number is what the kernels cost on the
+device. When the data of one call fits in L2 the K calls rotate among several input sets, so the
+timed calls read from HBM as they would in a model.
 
 The ceiling is a large device-to-device copy measured in the same run: bytes read + written / time.
 "% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass (as in

@@ -52,9 +52,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's fp32 rows of
     65536 / 131072 in 32 parts (_FWD_SPLIT_RMS_4_BYTE);
     the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
-    _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS); some
-    re-read the previous row block after the exchange instead of holding it (reload: the 4-byte parts,
-    RMSNorm's and the fused add's 2-byte rows up to 65536, the fused add's wider ones).
+    _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
+    instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
+    _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte

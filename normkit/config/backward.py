@@ -33,10 +33,6 @@ _SPLIT_PART = 8192
 _SPLIT_ROWS = 1
 _SPLIT_WARPS = 8
 _SPLIT_PREFETCH = True
-# The fused add's rows wider than _PAIRED_SPLIT_RESIDUAL_MAX (its 1 × 8192 parts) had read the previous
-# row block again after the exchange (reload; run ZZZL: 705.1 µs against 724.3 at bf16 2048×131072)
-# until design change 17 left RMSNorm's parts without Σg: they hold it again (run ZZZX's sweep: 656.5
-# against 700.8 reloading).
 # 8192 < N ≤ 16384, and LayerNorm's rows of every width above, where the paired parts below do not
 # fit: rows, part width, warps (prefetching parts; one program an SM). LayerNorm's 1 × 8192 part
 # spills 68 B with 22 barriers (ptxas, sm_90; RMSNorm 16 B, 14); run ZZR's sweep (tools/tune.py
@@ -70,13 +66,15 @@ _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 # again after the exchange (reload): ptxas, sm_90, its 16-72 B of spills → 0. Run ZZZL's sweep
 # (bf16, µs): RMSNorm 8192×32768 492.5 against 509.9, 4096×65536 515.6 against 525.1. A/B (3 rounds,
 # runs ZZZM-ZZZN): RMSNorm 502.8 → 488.5, 520.5 → 501.9, but 2048×131072 541.0 → 589.7 and
-# 1024×262144 557.9 → 599.7 (32-64 parts a row), so not past _PAIRED_SPLIT_RELOAD_MAX; the fused add
-# (one round) 671.6 → 657.8, 691.9 → 677.2. LayerNorm's 2 × 2048 parts lost with it (616.4 against
-# 528.5 for its capped 8-warp parts at 8192×32768; 654.9 against 603.0).
+# 1024×262144 557.9 → 599.7 (32-64 parts a row), so then only on rows up to 65536; the fused add
+# (one round) 671.6 → 657.8, 691.9 → 677.2, and its 1 × 8192 parts past 65536 (run ZZZL: 705.1
+# against 724.3 at 2048×131072). LayerNorm's 2 × 2048 parts lost with it (616.4 against 528.5 for its
+# capped 8-warp parts at 8192×32768; 654.9 against 603.0).
 # Design change 17 (RMSNorm's / the fused add's parts neither compute nor exchange Σg; ptxas, sm_90:
-# 13-24 registers fewer) turned it round: holding the row block won again. Run ZZZX's sweep (bf16,
-# µs, tools/tune.py --config): RMSNorm 8192×32768 464.4 held against 508.7 reloading, 4096×65536
-# 471.0 against 537.7; the fused add 635.3 against 666.2, 649.1 against 685.2.
+# 13-24 registers fewer) turned it round: every 2-byte part holds the row block again. Run ZZZX's
+# sweep (bf16, µs, tools/tune.py --config): RMSNorm 8192×32768 464.4 held against 508.7 reloading,
+# 4096×65536 471.0 against 537.7; the fused add 635.3 against 666.2, 649.1 against 685.2, its 1 × 8192
+# parts at 2048×131072 656.5 against 700.8.
 # (rows, part width, warps, programs an SM, register cap, reload)
 _PAIRED_SPLIT = (2, 2048, 4, 2, 0, False)
 _PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0, False)
@@ -106,6 +104,7 @@ _PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128, False)
 # "three an SM" held parts ran as two: the launcher fits the grid to what is resident).
 # (rows, part width, warps, programs an SM, register cap, reload)
 _PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 3, 0, True)
+_PAIRED_SPLIT_4_BYTE_HELD = (1, 2048, 4, 2, 0, False)
 _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add": 0}
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
@@ -216,9 +215,8 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
         if element_size > 4:
             return (sixteen_kb,)
         family = "fused_add" if residual else "layer_norm" if layer_norm else "rms"
-        if whole <= _PAIRED_SPLIT_4_BYTE_HELD_MAX[family]:
-            return (_PAIRED_SPLIT_4_BYTE[:3] + (2, 0, False), sixteen_kb)
-        return (_PAIRED_SPLIT_4_BYTE, sixteen_kb)
+        held = whole <= _PAIRED_SPLIT_4_BYTE_HELD_MAX[family]
+        return (_PAIRED_SPLIT_4_BYTE_HELD if held else _PAIRED_SPLIT_4_BYTE, sixteen_kb)
     wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0, False)
     narrow = _NARROW_SPLIT + (1, 0, False)
     if whole <= _MAX_ONE_TILE_BWD:
