@@ -15,7 +15,8 @@
 # 16384, ±1 % on RMSNorm / LayerNorm; 16 warps an SM −3 to −8 % at 32768-131072 if the parts wait on
 # latency (long scoreboard 1.24 an issue, run ZZZU) more than on issue (31 SASS instructions an
 # element on 8 warps against 23-25).
-# Outcome: (fill in after the run)
+# Outcome: not run (session 19 had only single H200s lent; the side-by-side grid ran as
+# tools/device_zzzzd.sh after design change 18; the sweeps wait for a later session).
 source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=1
