@@ -589,7 +589,9 @@ def test_wide_rows_take_their_family_s_tiles():
     part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in 32
     parts (run ZZZJ; else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
     ZZZE-ZZZF: LayerNorm 2 rows × 2048 — its rows of 32768 on 8 warps capped at 128 registers, run
-    ZZZH —, RMSNorm and the fused add's rows up to 65536 1 × 4096) where they all fit one an SM, else
+    ZZZH —, RMSNorm and the fused add's rows up to 65536 1 × 4096; since run ZZZZH RMSNorm's / the fused
+    add's rows of 65536 / 262144 in 1 × 2048 on 4 warps capped at 128 registers, four an SM, of 131072 in
+    1 × 4096 on 8 capped, two an SM — the fused add's of 262144 not) where they all fit one an SM, else
     LayerNorm's 2 × 4096 on 8 warps, else the 1 × 8192 parts every family takes; 4-byte rows into 1
     row × 2048 on 4 warps, three an SM (runs ZZZH, ZZZL), then 1 × 16 KB on 16 warps, as 8-byte rows (1
     × 8192 fp32 parts spill: run ZZT); else column tiles. Reload (the previous row block read again
@@ -622,9 +624,11 @@ def test_wide_rows_take_their_family_s_tiles():
             options = ([(1, 2048, 4, 2, 0, False) if held else (1, 2048, 4, 3, 0, True)] if size == 4 else []) + [
                 (1, 16384 // size, 16, 1, 0, False)]
         else:  # two programs an SM first, then one on 8 warps (rows, part, warps, programs an SM, cap, reload)
+            sixteen = {65536: [(1, 2048, 4, 4, 128, False)], 131072: [(1, 4096, 8, 2, 128, False)],
+                       262144: [] if residual else [(1, 2048, 4, 4, 128, False)]}.get(whole, [])
             options = ([(2, 2048, 8, 2, 128, False) if whole == 32768 and not residual else (2, 2048, 4, 2, 0, False),
                         (2, 4096, 8, 1, 0, False)] if layer_norm
-                       else [] if residual and whole > 65536 else [(1, 4096, 4, 2, 0, False)])
+                       else sixteen + ([] if residual and whole > 65536 else [(1, 4096, 4, 2, 0, False)]))
             options.append((1, 8192, 8, 1, 0, False))
         part = next((o for o in options if cfg.cdiv(n, o[1]) * heads <= sms), None)
         assert (bwd.block_m, bwd.block_n, bwd.num_warps, bwd.programs_per_sm, bwd.max_registers, bwd.reload,

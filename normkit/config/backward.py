@@ -79,6 +79,19 @@ _SPLIT_WIDE_ELEMENTS = (1, 16384, 16)
 _PAIRED_SPLIT = (2, 2048, 4, 2, 0, False)
 _PAIRED_SPLIT_RMS = (1, 4096, 4, 2, 0, False)
 _PAIRED_SPLIT_RESIDUAL_MAX = 65536
+# Since design change 18, RMSNorm's / the fused add's bf16 rows wider than 32768: 16 warps an SM —
+# 1 × 2048 parts on 4 warps capped at 128 registers, four an SM, or 1 × 4096 on 8 capped, two an SM
+# (ptxas, sm_90: 28-32 B spilled either). Runs ZZZZF / ZZZZG's sweeps (bf16, µs, against the
+# heuristic's 1 × 4096 on 4 warps, two an SM; the fused add's 1 × 8192 on 8 past 65536): RMSNorm
+# 4096×65536 432.2 / 430.7 against 450.5 / 449.4, 2048×131072 437.4 / 436.8 (1 × 4096 on 8) against
+# 465.8 / 464.1, 1024×262144 469.8 against 502.1; the fused add 4096×65536 604.9 / 599.6 against
+# 626.9 / 628.8, 2048×131072 617.6 (1 × 4096 on 8) against 638.1; at 8192×32768 neither (RMSNorm 461.7
+# / 464.4 against 440.6).
+# A/B (run ZZZZH, 2 rounds): RMSNorm 448.8 → 433.2, 463.7 → 438.4, 505.2 → 472.8; the fused add
+# 629.7 → 598.9, 641.8 → 613.8. The fused add's rows of 262144 (not measured) keep 1 × 8192 on 8.
+_SIXTEEN_WARPS_AN_SM = {65536: (1, 2048, 4, 4, 128, False), 131072: (1, 4096, 8, 2, 128, False),
+                        262144: (1, 2048, 4, 4, 128, False)}
+_SIXTEEN_WARPS_AN_SM_RESIDUAL_MAX = 131072
 # LayerNorm's bf16 rows of 32768 (no residual): 2 × 2048 on 8 warps capped at 128 registers, two an SM
 # (16 warps an SM against the 4-warp parts' 8). Run ZZZG's sweep (tools/tune.py --config, µs):
 # 8192×32768 543.2 against 580.7; at 4096×65536 629.9 against 598.7, so rows of 32768 only.
@@ -224,9 +237,11 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
     if layer_norm:
         first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
         return (first, narrow, wide)
+    sixteen = (_SIXTEEN_WARPS_AN_SM[whole],) if whole in _SIXTEEN_WARPS_AN_SM and not (
+        residual and whole > _SIXTEEN_WARPS_AN_SM_RESIDUAL_MAX) else ()
     if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
-        return (wide,)
-    return (_PAIRED_SPLIT_RMS, wide)
+        return sixteen + (wide,)
+    return sixteen + (_PAIRED_SPLIT_RMS, wide)
 
 
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
