@@ -9,12 +9,14 @@
 #  - `bash tools/device_zzzzj.sh grid` (~5 min): the side-by-side grid with design changes 18 + 19
 #    (→ docs/bench_h200_run_zzzzj.json, `python tools/bench_tables.py docs/bench_h200_run_zzzzj.json
 #    --write`, then the prose of "Current numbers", the targets paragraphs, README's brief).
-#  - `bash tools/device_zzzzj.sh sweep` (~2 min): tools/device_zzzzb.sh's 16384-wide sweep (1 × 4096 on
+#  - `bash tools/device_zzzzj.sh sweep` (~3 min): tools/device_zzzzb.sh's 16384-wide sweep (1 × 4096 on
 #    4 warps against the heuristic's 2 × 2048, every family, 4096×16384 / 8192×16384) and the fused
-#    add's rows of 262144 on 16 warps an SM (not measured in session 19).
+#    add's rows of 262144 on 16 warps an SM (not measured in session 19); the fp32 parts on 16 warps an SM
+#    (the fused add's fp32 4096×16384 is the one shape where a peer leads: Liger 283 µs against 285).
 # Prediction: checks 0 errors / 0 failed; grid: RMSNorm bf16 4096×65536 / 2048×131072 430-440 µs
 # (run ZZZZH's A/B), the fused add 600-615; the rest within ±2 % of run ZZZZD; sweep: 1 × 4096 ±2 %
-# at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs).
+# at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs); fp32
+# on 16 warps −2 to −5 % for RMSNorm (no spill), ±3 % for the fused add / LayerNorm (spills).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -34,6 +36,11 @@ sweep)
   for fam in fused_add rms layer_norm; do
     tune_sweep bwd $fam bf16 4096x16384,8192x16384 60 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2
   done
-  tune_sweep bwd fused_add bf16 1024x262144 60 1x2048:4:split:pf:p4:r128 1x4096:8:split:pf:p2:r128 ;;
+  tune_sweep bwd fused_add bf16 1024x262144 60 1x2048:4:split:pf:p4:r128 1x4096:8:split:pf:p2:r128
+  # the fp32 parts on 16 warps an SM: 1 × 2048 reloading, capped at 128 registers, four an SM (ptxas,
+  # sm_90: RMSNorm 0 B spilled, the fused add 20, LayerNorm 56) against the heuristic's three / two
+  for fam in fused_add rms layer_norm; do
+    tune_sweep bwd $fam fp32 4096x16384,4096x65536 60 1x2048:4:split:pf:reload:p4:r128
+  done ;;
 esac
 pack_logs
