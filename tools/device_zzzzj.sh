@@ -9,14 +9,16 @@
 #  - `bash tools/device_zzzzj.sh grid` (~5 min): the side-by-side grid with design changes 18 + 19
 #    (→ docs/bench_h200_run_zzzzj.json, `python tools/bench_tables.py docs/bench_h200_run_zzzzj.json
 #    --write`, then the prose of "Current numbers", the targets paragraphs, README's brief).
-#  - `bash tools/device_zzzzj.sh sweep` (~3 min): tools/device_zzzzb.sh's 16384-wide sweep (1 × 4096 on
+#  - `bash tools/device_zzzzj.sh sweep` (~3-4 min): tools/device_zzzzb.sh's 16384-wide sweep (1 × 4096 on
 #    4 warps against the heuristic's 2 × 2048, every family, 4096×16384 / 8192×16384) and the fused
 #    add's rows of 262144 on 16 warps an SM (not measured in session 19); the fp32 parts on 16 warps an SM
 #    (the fused add's fp32 4096×16384 is the one shape where a peer leads: Liger 283 µs against 285).
 # Prediction: checks 0 errors / 0 failed; grid: RMSNorm bf16 4096×65536 / 2048×131072 430-440 µs
 # (run ZZZZH's A/B), the fused add 600-615; the rest within ±2 % of run ZZZZD; sweep: 1 × 4096 ±2 %
 # at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs); fp32
-# on 16 warps −2 to −5 % for RMSNorm (no spill), ±3 % for the fused add / LayerNorm (spills).
+# on 16 warps −2 to −5 % for RMSNorm (no spill), ±3 % for the fused add / LayerNorm (spills);
+# LayerNorm's 1 × 2048 three an SM ±5 % (more warps, but twice the parts a row to poll and one row a
+# block: LayerNorm's parts are near issue-bound).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -41,6 +43,10 @@ sweep)
   # sm_90: RMSNorm 0 B spilled, the fused add 20, LayerNorm 56) against the heuristic's three / two
   for fam in fused_add rms layer_norm; do
     tune_sweep bwd $fam fp32 4096x16384,4096x65536 60 1x2048:4:split:pf:reload:p4:r128
-  done ;;
+  done
+  # LayerNorm's bf16 split at 131072 gained nothing from design change 18 (66 % of copy): 1 × 2048
+  # parts on 4 warps, three an SM (ptxas, sm_90: 168 registers, 0 B spilled; 64 parts a row at
+  # 131072), and 1 × 4096 on 4 warps two an SM (255 + 64 B), against 2 × 2048 on 4 (255, 0 B)
+  tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:pf:p3 1x4096:4:split:pf:p2 ;;
 esac
 pack_logs
