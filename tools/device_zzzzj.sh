@@ -18,7 +18,9 @@
 # at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs); fp32
 # on 16 warps −2 to −5 % for RMSNorm (no spill), ±3 % for the fused add / LayerNorm (spills);
 # LayerNorm's 1 × 2048 three an SM ±5 % (more warps, but twice the parts a row to poll and one row a
-# block: LayerNorm's parts are near issue-bound).
+# block: LayerNorm's parts are near issue-bound); the forward's whole row of 65536: RMSNorm −5 to
+# −12 % if the column tiles wait on too few bytes in flight (32768's whole row runs at 99 %), ±3 % if
+# the re-read from L2 is what they wait on (the same 16.5 MB of rows in flight either way).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -47,6 +49,12 @@ sweep)
   # LayerNorm's bf16 split at 131072 gained nothing from design change 18 (66 % of copy): 1 × 2048
   # parts on 4 warps, three an SM (ptxas, sm_90: 168 registers, 0 B spilled; 64 parts a row at
   # 131072), and 1 × 4096 on 4 warps two an SM (255 + 64 B), against 2 × 2048 on 4 (255, 0 B)
-  tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:pf:p3 1x4096:4:split:pf:p2 ;;
+  tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:pf:p3 1x4096:4:split:pf:p2
+  # the forward's bf16 rows of 65536 as one whole row on 32 warps re-read for y (one program an SM,
+  # 128 KB of loads in flight against the column tiles' 32 KB a tile; ptxas, sm_90: RMSNorm 57
+  # registers, 0 B spilled; LayerNorm 64 + 180 B) against the column tiles (RMSNorm 308 µs = 83 %) and
+  # LayerNorm's three-read tiles (351 = 73 %); forced on the interpreter: the heuristic's bits
+  tune_sweep fwd rms bf16 4096x65536,2048x65536 60 1x65536:32:reload 1x65536:32:reload:r64
+  tune_sweep fwd layer_norm bf16 4096x65536 60 1x65536:32:reload ;;
 esac
 pack_logs
