@@ -1,5 +1,5 @@
 """The development tools the device runs depend on still run: tools/launch_tile.py (the target a
-profiler attaches to) launches a forced tile and checks its dx against the heuristic's, here
+profiler attaches to) launches a forced tile and checks its dx (or y) against the heuristic's, here
 through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
 sweep's and ptx_stats' tile specs parse into the TileConfig they name; BENCHMARKS.md's current
 tables are their raw rows (tools/bench_tables.py)."""
@@ -27,6 +27,22 @@ def test_launch_tile_runs_a_forced_joined_tile(family, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "joined_sums=True" in out and "max |dx - heuristic's|" in out
+
+
+@pytest.mark.parametrize("family", ["rms", "fused_add", "layer_norm"])
+def test_launch_tile_runs_a_forced_forward_tile(family, capsys):
+    rc = _tool("launch_tile").main(["--kind", "fwd", "--family", family, "--shape", "9x300", "--config",
+                                    "1x128:4:col", "--launches", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "fwd" in out and "block_n=128, one_tile=False" in out and "max |y - heuristic's|" in out
+
+
+def test_launch_tile_refuses_a_backward_tile_for_the_forward_and_two_tiles(capsys):
+    assert _tool("launch_tile").main(["--kind", "fwd", "--shape", "9x300", "--tile", "2,512,4,1"]) == 2
+    assert "--tile is a backward tile; the forward takes --config, got --tile '2,512,4,1'" in capsys.readouterr().err
+    assert _tool("launch_tile").main(["--shape", "9x300", "--tile", "2,512,4,1", "--config", "2x512:4"]) == 2
+    assert "give one, got '2,512,4,1' and '2x512:4'" in capsys.readouterr().err
 
 
 def test_launch_tile_refuses_a_malformed_tile(capsys):

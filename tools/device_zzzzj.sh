@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run ZZZZJ (prepared in session 19 for the next session, nvidia-h200; carry [".whl"]), three
+# Device run ZZZZJ (prepared in session 19 for the next session, nvidia-h200; carry [".whl"]), four
 # calls on one GPU:
 #  - `bash tools/device_zzzzj.sh checks` (~9 min): design change 19's open checks — compute-sanitizer
 #    memcheck of the capped split backward parts (`--only splitpfc128`: the two new 16-warps-an-SM parts
@@ -13,6 +13,8 @@
 #    4 warps against the heuristic's 2 × 2048, every family, 4096×16384 / 8192×16384) and the fused
 #    add's rows of 262144 on 16 warps an SM (not measured in session 19); the fp32 parts on 16 warps an SM
 #    (the fused add's fp32 4096×16384 is the one shape where a peer leads: Liger 283 µs against 285).
+#  - `bash tools/device_zzzzj.sh l2` (~3 min): Nsight Compute on the forward's wide rows — DRAM bytes
+#    read against the minimum (M·N·2) and the L2 hit rate, heuristic tiles against tiles one an SM.
 # Prediction: checks 0 errors / 0 failed; grid: RMSNorm bf16 4096×65536 / 2048×131072 430-440 µs
 # (run ZZZZH's A/B), the fused add 600-615; the rest within ±2 % of run ZZZZD; sweep: 1 × 4096 ±2 %
 # at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs); fp32
@@ -20,11 +22,13 @@
 # LayerNorm's 1 × 2048 three an SM ±5 % (more warps, but twice the parts a row to poll and one row a
 # block: LayerNorm's parts are near issue-bound); the forward's whole row of 65536: RMSNorm −5 to
 # −12 % if the column tiles wait on too few bytes in flight (32768's whole row runs at 99 %), ±3 % if
-# the re-read from L2 is what they wait on (the same 16.5 MB of rows in flight either way).
+# the re-read from L2 is what they wait on; l2: RMSNorm 2048×131072's heuristic tiles read ≥ 1.3× the
+# minimum from DRAM (the re-read missing L2 with 66 MB of rows in flight), 4096×65536 1.0-1.2×,
+# 8192×32768 1.0×; the tiles one an SM ~1.0× (LayerNorm 131072: ≥ 1.5× → ~1.0×).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks, grid or sweep} in
+case ${1:?checks, grid, sweep or l2} in
 checks)
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all \
@@ -53,8 +57,33 @@ sweep)
   # the forward's bf16 rows of 65536 as one whole row on 32 warps re-read for y (one program an SM,
   # 128 KB of loads in flight against the column tiles' 32 KB a tile; ptxas, sm_90: RMSNorm 57
   # registers, 0 B spilled; LayerNorm 64 + 180 B) against the column tiles (RMSNorm 308 µs = 83 %) and
-  # LayerNorm's three-read tiles (351 = 73 %); forced on the interpreter: the heuristic's bits
-  tune_sweep fwd rms bf16 4096x65536,2048x65536 60 1x65536:32:reload 1x65536:32:reload:r64
-  tune_sweep fwd layer_norm bf16 4096x65536 60 1x65536:32:reload ;;
+  # LayerNorm's three-read tiles (351 = 73 %); forced on the interpreter: the heuristic's bits; and
+  # 1 × 32768 column tiles (one an SM: half the rows in flight of the 1 × 16384 tiles, see `l2`)
+  tune_sweep fwd rms bf16 4096x65536,2048x65536 60 1x65536:32:reload 1x65536:32:reload:r64 1x32768:32:col
+  tune_sweep fwd rms bf16 2048x131072,1024x262144 60 1x32768:32:col
+  tune_sweep fwd layer_norm bf16 4096x65536 60 1x65536:32:reload 1x32768:32:col
+  tune_sweep fwd layer_norm bf16 2048x131072 60 1x32768:32:col 1x16384:32:col ;;
+l2)
+  # Is the forward's re-read of a wide row served by L2? The non-split forward's grid is a program a row
+  # block, as many resident as fit (ptxas, sm_90): RMSNorm's 1 × 16384 column tiles 32 registers → two an
+  # SM = 264 rows in flight = 33 MB at 65536, 66 MB at 131072 (L2: 50 MB); LayerNorm's staged 1 × 8192
+  # tiles at 131072 three an SM = 99 MB. Candidates one an SM: 1 × 32768 column tiles (RMSNorm 46
+  # registers, LayerNorm 54), the whole row of 65536 re-read for y (RMSNorm 57).
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
+  l2() {  # name, launch_tile arguments...
+    local name=$1; shift
+    timeout 90 "$NCU" --clock-control none --metrics $metrics --kernel-name norm_fwd_kernel --launch-skip 2 \
+        --launch-count 1 python3 tools/launch_tile.py --kind fwd --launches 3 "$@" > "$L/l2_$name.log" 2>&1
+    echo "== $name rc=$? $(grep -h 'launch_tile:' "$L/l2_$name.log" | sed 's/.*launches, //')"
+    grep -E "gpu__time|dram__bytes|lts__t_sector_hit|warps_active" "$L/l2_$name.log" | awk '{print "   ", $1, $(NF-1), $NF}'
+  }
+  l2 rms_131072 --family rms --shape 2048x131072
+  l2 rms_131072_32768col --family rms --shape 2048x131072 --config 1x32768:32:col
+  l2 rms_65536 --family rms --shape 4096x65536
+  l2 rms_65536_whole --family rms --shape 4096x65536 --config 1x65536:32:reload
+  l2 rms_32768 --family rms --shape 8192x32768
+  l2 ln_131072 --family layer_norm --shape 2048x131072
+  l2 ln_131072_32768col --family layer_norm --shape 2048x131072 --config 1x32768:32:col ;;
 esac
 pack_logs

@@ -1,15 +1,20 @@
-"""Launch one backward tile configuration on one problem, a few times: the target for a profiler.
+"""Launch one tile configuration (backward, or forward with --kind fwd) on one problem, a few times:
+the target for a profiler.
 
     ncu --kernel-name norm_bwd_kernel --launch-skip 2 --launch-count 1 --section WarpStateStats \
         python3 tools/launch_tile.py --family layer_norm --shape 16384x4096 --tile 2,4096,16,1 --joined
+    ncu --kernel-name norm_fwd_kernel --launch-skip 2 --launch-count 1 --metrics dram__bytes_read.sum \
+        python3 tools/launch_tile.py --kind fwd --family rms --shape 2048x131072 --config 1x32768:32:col
 
---tile is block_m,block_n,num_warps,programs_per_sm (a whole-row tile, prefetching unless
---no-prefetch); without it the heuristic's tile. Each launch is checked against the heuristic's
-dx (the first launch), so a profile of a wrong kernel says so. Runs on the CPU through Triton's
-interpreter too (TRITON_INTERPRET=1, small shapes): that is how its test runs.
+--tile is block_m,block_n,num_warps,programs_per_sm (a whole-row backward tile, prefetching unless
+--no-prefetch); --config a tools/tune.py spec (either kind, e.g. 1x65536:32:reload); without either
+the heuristic's tile. Each launch is checked against the heuristic's dx / y (the first launch), so a
+profile of a wrong kernel says so. Runs on the CPU through Triton's interpreter too
+(TRITON_INTERPRET=1, small shapes): that is how its test runs.
 """
 
 import argparse
+import pathlib
 import sys
 
 import torch
@@ -22,10 +27,12 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--kind", choices=["bwd", "fwd"], default="bwd")
     p.add_argument("--family", choices=["rms", "fused_add", "layer_norm"], default="layer_norm")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--shape", default="16384x4096", help="MxN")
-    p.add_argument("--tile", help="block_m,block_n,num_warps,programs_per_sm (default: the heuristic's)")
+    p.add_argument("--tile", help="backward: block_m,block_n,num_warps,programs_per_sm (default: the heuristic's)")
+    p.add_argument("--config", help="a tools/tune.py --config spec instead of --tile, e.g. 1x32768:32:col")
     p.add_argument("--no-prefetch", action="store_true", help="with --tile: do not prefetch the next row block")
     p.add_argument("--joined", action="store_true", help="with --tile: Σ(g·h) and Σg in one reduction tree")
     p.add_argument("--launches", type=int, default=4)
@@ -33,8 +40,16 @@ def parse_args(argv=None):
 
 
 def tile(args) -> "cfg.TileConfig | None":
+    if args.config:
+        if args.tile:
+            raise ValueError(f"--tile and --config name the same thing; give one, got {args.tile!r} and {args.config!r}")
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tools/tune.py, when imported by path
+        from tune import parse_config
+        return parse_config(args.config)
     if not args.tile:
         return None
+    if args.kind == "fwd":
+        raise ValueError(f"--tile is a backward tile; the forward takes --config, got --tile {args.tile!r}")
     try:
         block_m, block_n, warps, per_sm = (int(v) for v in args.tile.split(","))
     except ValueError:
@@ -65,7 +80,14 @@ def main(argv=None) -> int:
     dx, dw = torch.empty_like(x), torch.empty_like(w)
     db = None if rms else torch.empty_like(w)
 
+    y = torch.empty_like(x)
+    h = torch.empty_like(x) if dres is not None else None
+
     def launch(c):
+        if args.kind == "fwd":  # the fused add: dres stands in for the residual, h stored
+            ops.launch_fwd(x, y, weight=w, bias=b, residual=dres, residual_out=h, mean=mean, rstd=rstd, eps=1e-6,
+                           is_rms_norm=rms, config=c)
+            return y.float().clone()
         ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, dresidual_out=dres, mean=mean, rstd=rstd,
                        eps=1e-6, is_rms_norm=rms, config=c)
         return dx.float().clone()
@@ -75,8 +97,9 @@ def main(argv=None) -> int:
     for _ in range(args.launches):
         worst = max(worst, (launch(config) - ref).abs().max().item())
     scale = ref.abs().max().item() or 1.0
-    print(f"launch_tile: {args.family} {args.dtype} {m}x{n} {config or 'heuristic'}: {args.launches} launches, "
-          f"max |dx - heuristic's| = {worst:.3g} (|dx| ≤ {scale:.3g})")
+    out = "y" if args.kind == "fwd" else "dx"
+    print(f"launch_tile: {args.kind} {args.family} {args.dtype} {m}x{n} {config or 'heuristic'}: {args.launches} "
+          f"launches, max |{out} - heuristic's| = {worst:.3g} (|{out}| ≤ {scale:.3g})")
     return 0 if worst <= 2e-2 * scale else 1
 
 
