@@ -10,7 +10,8 @@
 #    (→ docs/bench_h200_run_zzzzj.json, `python tools/bench_tables.py docs/bench_h200_run_zzzzj.json
 #    --write`, then the prose of "Current numbers", the targets paragraphs, README's brief).
 #  - `bash tools/device_zzzzj.sh sweep` (~3-4 min): tools/device_zzzzb.sh's 16384-wide sweep (1 × 4096 on
-#    4 warps against the heuristic's 2 × 2048, every family, 4096×16384 / 8192×16384) and the fused
+#    4 warps against the heuristic's 2 × 2048, and the 16-warps-an-SM parts of design change 19 / LayerNorm's
+#    rows of 32768, every family, 4096×16384 / 8192×16384: 76 / 77 / 70 % of copy) and the fused
 #    add's rows of 262144 on 16 warps an SM (not measured in session 19); the fp32 parts on 16 warps an SM
 #    (the fused add's fp32 4096×16384 is the one shape where a peer leads: Liger 283 µs against 285).
 #  - `bash tools/device_zzzzj.sh l2` (~3 min): Nsight Compute on the forward's wide rows — DRAM bytes
@@ -42,7 +43,8 @@ grid)
   side_by_side 480; tail -5 "$OUT/bench.log" ;;
 sweep)
   for fam in fused_add rms layer_norm; do
-    tune_sweep bwd $fam bf16 4096x16384,8192x16384 60 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2
+    tune_sweep bwd $fam bf16 4096x16384,8192x16384 60 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 \
+        1x2048:4:split:pf:p4:r128 2x2048:8:split:pf:p2:r128
   done
   tune_sweep bwd fused_add bf16 1024x262144 60 1x2048:4:split:pf:p4:r128 1x4096:8:split:pf:p2:r128
   # the fp32 parts on 16 warps an SM: 1 × 2048 reloading, capped at 128 registers, four an SM (ptxas,
