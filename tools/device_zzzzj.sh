@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run ZZZZJ (prepared in session 19 for the next session, nvidia-h200; carry [".whl"]), four
+# Device run ZZZZJ (prepared in session 19 for the next session, nvidia-h200; carry [".whl"]), five
 # calls on one GPU:
 #  - `bash tools/device_zzzzj.sh checks` (~9 min): design change 19's open checks — compute-sanitizer
 #    memcheck of the capped split backward parts (`--only splitpfc128`: the two new 16-warps-an-SM parts
@@ -16,6 +16,9 @@
 #    (the fused add's fp32 4096×16384 is the one shape where a peer leads: Liger 283 µs against 285).
 #  - `bash tools/device_zzzzj.sh l2` (~3 min): Nsight Compute on the forward's wide rows — DRAM bytes
 #    read against the minimum (M·N·2) and the L2 hit rate, heuristic tiles against tiles one an SM.
+#  - `bash tools/device_zzzzj.sh snake` (~5 min): A/B main → docs/experiments/forward-column-snake.patch
+#    (the column tiles' passes alternate direction), 2 rounds, RMSNorm / LayerNorm forward at the wide
+#    rows, controls 8192×32768 (whole rows / centred tiles) and fp32 4096×65536.
 # Prediction: checks 0 errors / 0 failed; grid: RMSNorm bf16 4096×65536 / 2048×131072 430-440 µs
 # (run ZZZZH's A/B), the fused add 600-615; the rest within ±2 % of run ZZZZD; sweep: 1 × 4096 ±2 %
 # at 16384 (the fused add's 3 % of design change 17 came back with design change 18: 164 µs); fp32
@@ -25,11 +28,12 @@
 # −12 % if the column tiles wait on too few bytes in flight (32768's whole row runs at 99 %), ±3 % if
 # the re-read from L2 is what they wait on; l2: RMSNorm 2048×131072's heuristic tiles read ≥ 1.3× the
 # minimum from DRAM (the re-read missing L2 with 66 MB of rows in flight), 4096×65536 1.0-1.2×,
-# 8192×32768 1.0×; the tiles one an SM ~1.0× (LayerNorm 131072: ≥ 1.5× → ~1.0×).
+# 8192×32768 1.0×; the tiles one an SM ~1.0× (LayerNorm 131072: ≥ 1.5× → ~1.0×); snake: −5 to −15 %
+# at 131072 / 262144 if l2 finds the misses, ±1 % at 65536 and on the controls.
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks, grid, sweep or l2} in
+case ${1:?checks, grid, sweep, l2 or snake} in
 checks)
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all \
@@ -87,5 +91,12 @@ l2)
   l2 rms_32768 --family rms --shape 8192x32768
   l2 ln_131072 --family layer_norm --shape 2048x131072
   l2 ln_131072_32768col --family layer_norm --shape 2048x131072 --config 1x32768:32:col ;;
+snake)
+  # docs/experiments/forward-column-snake.patch: each pass over the column tiles the other way round
+  P=/tmp/ab/snake
+  patched_copy $P docs/experiments/forward-column-snake.patch
+  ( export L=$L/ab; mkdir -p "$L"
+    ab_summarised 2 "$PWD" "$P" "_r|rms,layer_norm|bf16|4096x65536,2048x131072,1024x262144" \
+        "_c|rms,layer_norm|bf16|8192x32768" "_f|rms,layer_norm|fp32|4096x65536" ) ;;
 esac
 pack_logs
