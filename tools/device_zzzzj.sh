@@ -66,9 +66,11 @@ sweep)
   # LayerNorm's three-read tiles (351 = 73 %); forced on the interpreter: the heuristic's bits; and
   # 1 × 32768 column tiles (one an SM: half the rows in flight of the 1 × 16384 tiles, see `l2`)
   tune_sweep fwd rms bf16 4096x65536,2048x65536 60 1x65536:32:reload 1x65536:32:reload:r64 1x32768:32:col
-  tune_sweep fwd rms bf16 2048x131072,1024x262144 60 1x32768:32:col
-  tune_sweep fwd layer_norm bf16 4096x65536 60 1x65536:32:reload 1x32768:32:col
-  tune_sweep fwd layer_norm bf16 2048x131072 60 1x32768:32:col 1x16384:32:col ;;
+  # (ptxas, sm_90, one an SM: RMSNorm 1 × 65536 column tiles 64 registers, 0 B; LayerNorm's three-read
+  # 1 × 32768 tiles 54, 0 B — its 1 × 16384 ones capped at 32 run two an SM: 33 / 66 MB in flight)
+  tune_sweep fwd rms bf16 2048x131072,1024x262144 60 1x32768:32:col 1x65536:32:col
+  tune_sweep fwd layer_norm bf16 4096x65536 60 1x65536:32:reload 1x32768:32:col 1x32768:32:col:two
+  tune_sweep fwd layer_norm bf16 2048x131072 60 1x32768:32:col 1x16384:32:col 1x32768:32:col:two ;;
 l2)
   # Is the forward's re-read of a wide row served by L2? The non-split forward's grid is a program a row
   # block, as many resident as fit (ptxas, sm_90): RMSNorm's 1 × 16384 column tiles 32 registers → two an
