@@ -562,18 +562,23 @@ def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypa
 
 def test_forward_reloads_rows_of_4096_and_wider():
     """The GPU heuristic (runs ZZM / ZZN): whole rows of 4096 … 32768 are read again for y, except
-    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile) and its rows of 32768; RMSNorm's 16 KB rows of
+    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile) and its rows of 32768, as RMSNorm's plain 2-byte
+    rows of 65536 on 32 warps, one an SM (run ZZZZK); RMSNorm's 16 KB rows of
     4096 (the fused add's, fp32) on 16 warps; only plain 2-byte RMSNorm rows of ≥ 16384 under a
     32-register cap. Narrower rows, column tiles and the interpreter never reload."""
     for n, residual, layer_norm, size in itertools.product((1000, 2048, 3000, 4096, 8192, 16384, 32768, 40000),
                                                            (False, True), (False, True), (2, 4)):
         config = cfg.tile_config(n, False, False, residual=residual, layer_norm=layer_norm, element_size=size)
         whole = cfg.next_power_of_2(n)
-        reload = 4096 <= whole <= 32768 and not (layer_norm and (whole == 32768 or (size == 4 and whole == 4096)))
+        whole_65536 = whole == 65536 and not (residual or layer_norm) and size == 2  # RMSNorm's, run ZZZZK
+        reload = (4096 <= whole <= 32768 and not (layer_norm and (whole == 32768 or (size == 4 and whole == 4096)))
+                  or whole_65536)
         assert config.reload == reload, (n, residual, layer_norm, size, config)
         centered = layer_norm and size == 2 and whole == 32768 and not residual  # centered-pass column tiles
-        assert config.one_tile == (whole <= 32768 and not centered)
-        capped = reload and whole >= 16384 and not (layer_norm or residual) and size == 2
+        assert config.one_tile == (whole <= 32768 and not centered or whole_65536)
+        if whole_65536:
+            assert (config.block_m, config.block_n, config.num_warps) == (1, 65536, 32), config
+        capped = reload and 16384 <= whole <= 32768 and not (layer_norm or residual) and size == 2
         capped |= layer_norm and size == 2 and whole == 65536 and not residual  # the centered-pass tile
         assert config.max_registers == (32 if capped else 0), (n, residual, layer_norm, size, config)
         if reload and whole == 4096 and not layer_norm:
@@ -587,7 +592,8 @@ def test_wide_rows_take_their_family_s_tiles():
     of 65536 without a residual: 16384-column tiles read three times, run ZZZ); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
     part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in 32
-    parts (run ZZZJ; else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
+    parts (run ZZZJ), RMSNorm's plain 2-byte rows of 65536 whole on 32 warps, re-read for y (run ZZZZK;
+    else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
     ZZZE-ZZZF: LayerNorm 2 rows × 2048 — its rows of 32768 on 8 warps capped at 128 registers, run
     ZZZH —, RMSNorm and the fused add's rows up to 65536 1 × 4096; since run ZZZZH RMSNorm's / the fused
     add's rows of 65536 / 262144 in 1 × 2048 on 4 warps capped at 128 registers, four an SM, of 131072 in
@@ -611,6 +617,8 @@ def test_wide_rows_take_their_family_s_tiles():
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 32 parts
             part = cfg.next_power_of_2(n) // 32
             expected = cfg.TileConfig(1, part, True, part // 512, programs_per_sm=8192 // part, split=True)
+        elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read (run ZZZZK)
+            expected = cfg.TileConfig(1, 65536, True, 32, reload=True)
         else:
             expected = cfg.TileConfig(1, 16384, False, 32)
         assert fwd == expected, (n, residual, layer_norm, size, heads, sms, fwd)

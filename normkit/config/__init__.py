@@ -48,7 +48,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     RMSNorm rows of ≥ 16384 under a register cap (max_registers, _FWD_RELOAD_CAP). LayerNorm's bf16
     rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
-    RMSNorm's on 16384-column tiles; the fused add's rows of more than 64 KB (fp32 32768 too) split
+    RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
+    an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) split
     across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's fp32 rows of
     65536 / 131072 in 32 parts (_FWD_SPLIT_RMS_4_BYTE);
     the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
