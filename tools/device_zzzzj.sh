@@ -30,7 +30,16 @@
 # minimum from DRAM (the re-read missing L2 with 66 MB of rows in flight), 4096×65536 1.0-1.2×,
 # 8192×32768 1.0×; the tiles one an SM ~1.0× (LayerNorm 131072: ≥ 1.5× → ~1.0×); snake: −5 to −15 %
 # at 131072 / 262144 if l2 finds the misses, ±1 % at 65536 and on the controls.
-# Outcome: (fill in after the run)
+# Outcome (session 20; `checks`, `l2`, `snake` ran — `sweep` and `grid` did not: the grid ran as
+# ZZZZK's, the backward half of the sweep waits): checks — memcheck 36 runs ok, 0 errors; tests 273
+# passed, 1 skipped, 0 failed (fwd 32/32, bwd 41/41 configurations). l2 (DRAM read, µs): RMSNorm
+# 2048×131072 949 MB (1.77×) 369, 1 × 32768 col 945 MB 363; 4096×65536 657 MB (1.22×) 303, whole row
+# re-read 538 MB (1.00×) 256; 8192×32768 537 MB 255; LayerNorm 2048×131072 1.08 GB (2.0×) 391, 1 ×
+# 32768 col 897 MB 389 — right at 131072 / 65536, wrong for the 1 × 32768 tiles one an SM (still
+# 1.76×). snake (fwd µs, base → patch): RMSNorm 4096×65536 308 → 293, 2048×131072 374 → 339,
+# 1024×262144 397 → 374; LayerNorm 2048×131072 397 → 386, 1024×262144 −3, fp32 4096×65536 781 → 761;
+# LayerNorm 8192×32768 317 → 363 (+15 %), 4096×65536 353 → 361; backwards ±1 %. Landed (reworked) as
+# design change 20 (BENCHMARKS "Session 20").
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?checks, grid, sweep, l2 or snake} in
