@@ -42,7 +42,7 @@
 # design change 20 (BENCHMARKS "Session 20").
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks, grid, sweep, l2 or snake} in
+case ${1:?checks, grid, sweep, bsweep, l2 or snake} in
 checks)
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all \
@@ -54,7 +54,7 @@ checks)
       -k "gpu_heuristic_config or test_split_rows or bitwise or nonfinite or eps_zero" ;;
 grid)
   side_by_side 480; tail -5 "$OUT/bench.log" ;;
-sweep)
+sweep|bsweep)  # bsweep: the backward half only (left for session 21 by session 20: tools/device_zzzzl.sh)
   for fam in fused_add rms layer_norm; do
     tune_sweep bwd $fam bf16 4096x16384,8192x16384 60 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 \
         1x2048:4:split:pf:p4:r128 2x2048:8:split:pf:p2:r128
@@ -69,6 +69,7 @@ sweep)
   # parts on 4 warps, three an SM (ptxas, sm_90: 168 registers, 0 B spilled; 64 parts a row at
   # 131072), and 1 × 4096 on 4 warps two an SM (255 + 64 B), against 2 × 2048 on 4 (255, 0 B)
   tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:pf:p3 1x4096:4:split:pf:p2
+  [ "$1" = bsweep ] && { pack_logs; exit; }
   # the forward's bf16 rows of 65536 as one whole row on 32 warps re-read for y (one program an SM,
   # 128 KB of loads in flight against the column tiles' 32 KB a tile; ptxas, sm_90: RMSNorm 57
   # registers, 0 B spilled; LayerNorm 64 + 180 B) against the column tiles (RMSNorm 308 µs = 83 %) and

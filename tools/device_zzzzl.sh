@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device run ZZZZL (prepared in session 20 for the next session, nvidia-h200; carry [".whl"]), three
-# calls on one GPU, then land what wins (A/B + check-mode tests first) and re-run the grid
+# Device run ZZZZL (prepared in session 20 for the next session, nvidia-h200; carry [".whl"]), two
+# calls on one GPU (and ZZZZJ's `bsweep`), then land what wins (A/B + check-mode tests first) and re-run the grid
 # (`tools/device_zzzzk.sh grid` is the template):
 #  - `bash tools/device_zzzzl.sh checks` (~3 min): compute-sanitizer memcheck of the forward's
 #    configurations at each one's narrowest width (design changes 20-21: the snaked column tiles and
@@ -19,8 +19,8 @@
 #      programs an SM, against three at 40 registers — session 20 found two an SM, 50 registers, 12 %
 #      slower: more programs an SM may be the other way up) at 8192×32768, where torch.compile runs
 #      279 µs against normkit's 317.
-#  - `bash tools/device_zzzzl.sh bsweep` (~4 min): the backward half of tools/device_zzzzj.sh's
-#    sweep (not run in session 20): 16384-wide tiles incl. 16-warps-an-SM parts, every family; the
+#  - `bash tools/device_zzzzj.sh bsweep` (~4 min): the backward half of that script's sweep (not run
+#    in session 20): 16384-wide tiles incl. 16-warps-an-SM parts, every family; the
 #    fused add's rows of 262144 on 16 warps an SM; fp32 1 × 2048 reloading parts capped at 128, four an
 #    SM (incl. the fused add fp32 4096×16384, a tie with Liger); LayerNorm's one-row split parts at
 #    65536 / 131072. Its counts and predictions: tools/device_zzzzj.sh's header.
@@ -32,7 +32,7 @@
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks, fsweep or bsweep} in
+case ${1:?checks or fsweep} in
 checks)
   ( OUT=$L MEMCHECK_LIMIT=170 FAMILIES=rms,fused_add,layer_norm WIDTHS=lo bash tools/device_reliability.sh memcheck_fwd ) ;;
 fsweep)
@@ -41,15 +41,5 @@ fsweep)
   tune_sweep fwd layer_norm bf16 2048x131072,1024x262144 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
   tune_sweep fwd fused_add bf16 4096x65536,2048x131072 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
   tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two ;;
-bsweep)
-  for fam in fused_add rms layer_norm; do
-    tune_sweep bwd $fam bf16 4096x16384,8192x16384 60 2x2048:4:split:pf:p2 1x4096:4:split:pf:p2 \
-        1x2048:4:split:pf:p4:r128 2x2048:8:split:pf:p2:r128
-  done
-  tune_sweep bwd fused_add bf16 1024x262144 60 1x2048:4:split:pf:p4:r128 1x4096:8:split:pf:p2:r128
-  for fam in fused_add rms layer_norm; do
-    tune_sweep bwd $fam fp32 4096x16384,4096x65536 60 1x2048:4:split:pf:reload:p4:r128
-  done
-  tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:pf:p3 1x4096:4:split:pf:p2 ;;
 esac
 pack_logs
