@@ -18,7 +18,9 @@
 #    * LayerNorm's three-read 1 × 8192 tiles on 16 warps capped at 32 registers (0 B spilled: four
 #      programs an SM, against three at 40 registers — session 20 found two an SM, 50 registers, 12 %
 #      slower: more programs an SM may be the other way up) at 8192×32768, where torch.compile runs
-#      279 µs against normkit's 317.
+#      279 µs against normkit's 317; and LayerNorm's rows of 32768 / 65536 in two split parts on 32
+#      warps (1 × 16384 / 1 × 32768, one an SM: 9 / 17 MB in flight against the three-read tiles'
+#      25-33 MB).
 #  - `bash tools/device_zzzzj.sh bsweep` (~4 min): the backward half of that script's sweep (not run
 #    in session 20): 16384-wide tiles incl. 16-warps-an-SM parts, every family; the
 #    fused add's rows of 262144 on 16 warps an SM; fp32 1 × 2048 reloading parts capped at 128, four an
@@ -28,7 +30,9 @@
 #   tiles' 1.77× DRAM re-reads are what they wait on, ≥ 349 if the exchange's wait costs more than the
 #   misses save; 1024×262144 likewise against 382; the fused add 4096×65536 / 2048×131072 ±5 % against
 #   its 1 × 4096 parts (602 / 611: 16-33 rows in flight, not L2-bound); LayerNorm 2048×131072 −5 to
-#   −15 % against 384 (2.0× re-reads); the capped three-read tiles at 8192×32768 −3 to −8 % (317).
+#   −15 % against 384 (2.0× re-reads); the capped three-read tiles at 8192×32768 −3 to −8 % (317); the
+#   two-part split at 4096×65536 −5 to −15 % (353) if the exchange's wait hides behind 32 warps, at
+#   8192×32768 ±5 % (its tiles' rows in flight mostly fit L2 already).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -40,6 +44,9 @@ fsweep)
       1x8192:8:split:p3
   tune_sweep fwd layer_norm bf16 2048x131072,1024x262144 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
   tune_sweep fwd fused_add bf16 4096x65536,2048x131072 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
-  tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two ;;
+  tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two \
+      1x16384:32:split
+  # LayerNorm's rows of 65536 (72 %: 264 rows = 33 MB in flight on the three-read tiles) in two parts
+  tune_sweep fwd layer_norm bf16 4096x65536 60 1x32768:32:split 1x16384:32:split ;;
 esac
 pack_logs
