@@ -50,6 +50,21 @@ def test_launch_tile_refuses_a_malformed_tile(capsys):
     assert "expected block_m,block_n,num_warps,programs_per_sm (four integers), got '2,512'" in capsys.readouterr().err
 
 
+def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
+    """tools/tune.py: --out-dtype is the forward's only, and every dtype is one of its names — both
+    refused with argparse's message (exit status 2), before any CUDA call."""
+    tune = _tool("tune")
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--kind", "bwd", "--out-dtype", "fp32"])
+    assert stop.value.code == 2
+    assert "--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind bwd" in capsys.readouterr().err
+    for flag in ("--dtype", "--out-dtype", "--weight-dtype"):
+        with pytest.raises(SystemExit) as stop:
+            tune.main(["--kind", "fwd", flag, "float32"])
+        assert stop.value.code == 2
+        assert f"argument {flag}: invalid choice: 'float32'" in capsys.readouterr().err
+
+
 def test_tile_specs_of_the_sweep_and_ptx_stats():
     from normkit import config as cfg
 

@@ -91,12 +91,13 @@ memcheck_split() {
 }
 
 # tune_sweep KIND FAMILY DTYPE SHAPES LIMIT CONFIG...: tools/tune.py's time of each CONFIG (--each)
-# and of the heuristic, one line each, the tile shortened (ROWSxWIDTH, warps, programs an SM, ...).
+# and of the heuristic, one line each, the tile shortened (ROWSxWIDTH, warps, programs an SM, ...);
+# TUNE_ARGS: more of tune.py's arguments (e.g. "--out-dtype fp32 --weight-dtype fp32").
 tune_sweep() {
   local kind=$1 family=$2 dtype=$3 shapes=$4 limit=$5
   shift 5
   timeout "$limit" python3 tools/tune.py --kind "$kind" --family "$family" --dtype "$dtype" --shapes "$shapes" \
-      --each $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" | short_tiles \
+      ${TUNE_ARGS:-} --each $(printf -- "--config %s " "$@") 2>&1 | grep -E "each|Error|heuristic" | short_tiles \
     | sed "s/^/$family $dtype /"
 }
 short_tiles() {

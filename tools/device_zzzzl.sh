@@ -26,6 +26,8 @@
 #    fused add's rows of 262144 on 16 warps an SM; fp32 1 × 2048 reloading parts capped at 128, four an
 #    SM (incl. the fused add fp32 4096×16384, a tie with Liger); LayerNorm's one-row split parts at
 #    65536 / 131072. Its counts and predictions: tools/device_zzzzj.sh's header.
+# Prediction (fsweep, fp32 y): the capped rows' spills cost ≤ 3 % (local memory in L1) — ±3 % against
+#   the uncapped rows; the whole row of 65536 (332 B) 5-15 % behind the column tiles.
 # Prediction (fsweep): RMSNorm 2048×131072 1 × 32768 split parts 300-330 µs (80-88 %) if the column
 #   tiles' 1.77× DRAM re-reads are what they wait on, ≥ 349 if the exchange's wait costs more than the
 #   misses save; 1024×262144 likewise against 382; the fused add 4096×65536 / 2048×131072 ±5 % against
@@ -47,6 +49,11 @@ fsweep)
   tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two \
       1x16384:32:split
   # LayerNorm's rows of 65536 (72 %: 264 rows = 33 MB in flight on the three-read tiles) in two parts
-  tune_sweep fwd layer_norm bf16 4096x65536 60 1x32768:32:split 1x16384:32:split ;;
+  tune_sweep fwd layer_norm bf16 4096x65536 60 1x32768:32:split 1x16384:32:split
+  # bf16 x, fp32 y and weight (out_dtype): RMSNorm's whole rows capped at 32 registers spill with a
+  # 4-byte y (ptxas, sm_90: 16384 206 B, 32768 190 B; the whole row of 65536 uncapped 332 B) — the
+  # heuristic picks by x's size only: against the uncapped rows and the column tiles
+  TUNE_ARGS="--out-dtype fp32 --weight-dtype fp32" tune_sweep fwd rms bf16 4096x16384,8192x32768,4096x65536 90 \
+      1x16384:16:reload 1x32768:32:reload 1x16384:32:col ;;
 esac
 pack_logs

@@ -123,13 +123,16 @@ def forced_grid(programs):
         cfg.backward_grid = original
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
     p.add_argument("--shapes", default=",".join(SHAPES))
-    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm"],
                    help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
+    p.add_argument("--out-dtype", choices=list(DTYPES), help="forward: y in this dtype (default: --dtype), e.g. fp32 — bf16 x with fp32 y "
+                                       "spills the whole rows' register-capped tiles (ptxas, sm_90: 72-412 B)")
+    p.add_argument("--weight-dtype", choices=list(DTYPES), help="the weight (and bias) in this dtype (default: --dtype), e.g. fp32")
     p.add_argument("--ppsm", default="1,2,4,8")
     p.add_argument("--json")
     p.add_argument("--one-tile-limit", type=int, help="also try whole rows in registers up to this N (spills)")
@@ -155,22 +158,27 @@ def main():
                                                        "short by a time limit still reports)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
                                    "(comma-separated: heuristic, balanced, divisor or a number)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    dtype = DTYPES[args.dtype]
+    out_dtype, weight_dtype = DTYPES[args.out_dtype or args.dtype], DTYPES[args.weight_dtype or args.dtype]
+    if out_dtype != dtype and args.kind != "fwd":
+        p.error(f"--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind {args.kind}")
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
-    dtype = DTYPES[args.dtype]
     results = []
     side = torch.cuda.Stream()
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))
         nbytes = min_bytes(args.kind, m, n, dtype.itemsize, args.family)
+        if args.kind == "fwd":  # y's bytes in its own dtype (min_bytes counts x's for every tensor)
+            nbytes += m * n * (out_dtype.itemsize - dtype.itemsize)
         sets = input_sets_needed(nbytes)
         g = torch.Generator(device=dev).manual_seed(0)
         xs = [torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
         dys = [(0.5 * x + torch.randn(m, n, device=dev, dtype=dtype, generator=g)).to(dtype) for x in xs]
-        w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(dtype)
+        w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(weight_dtype)
         rms = args.family != "layer_norm"
         b = torch.zeros_like(w) if not rms else None
         stats = [ops.norm_fwd(x, w, b, None, eps=1e-6, store_stats=True, is_rms_norm=rms) for x in xs]
@@ -179,7 +187,7 @@ def main():
         # from L2 and overstate the bandwidth: run I measured 104 % of copy that way)
         dres = ([torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
                 if args.family == "fused_add" else [None] * sets)
-        outs = [torch.empty_like(x) for x in xs]
+        outs = [torch.empty_like(x, dtype=out_dtype if args.kind == "fwd" else dtype) for x in xs]
         res_outs = [torch.empty_like(x) for x in xs] if args.family == "fused_add" else [None] * sets
         dw = torch.empty_like(w)
         db = torch.empty_like(w) if not rms else None
