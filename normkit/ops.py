@@ -191,7 +191,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms,
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
-                                                       element_size=x.element_size()), m)
+                                                       element_size=x.element_size(),
+                                                       out_element_size=out.element_size()), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     if config.centered_pass and is_rms_norm:

@@ -586,6 +586,20 @@ def test_forward_reloads_rows_of_4096_and_wider():
         assert not cfg.tile_config(n, False, True, residual=residual, layer_norm=layer_norm, element_size=size).reload
 
 
+def test_whole_rows_of_65536_want_a_two_byte_y():
+    """RMSNorm's 2-byte rows of 65536 run whole, one an SM (run ZZZZK), only when y is 2-byte too: a
+    4-byte y (out_dtype) spills that tile (ptxas, sm_90: 72-412 B), so it keeps the column tiles
+    (`ops.launch_fwd` passes y's size)."""
+    for size, out_size, whole in ((2, 0, True), (2, 2, True), (2, 4, False), (4, 4, False), (4, 2, False)):
+        config = cfg.tile_config(65536, False, False, multiprocessors=132, element_size=size,
+                                 out_element_size=out_size)
+        assert (config.one_tile and config.block_n == 65536) == whole, (size, out_size, config)
+        if not whole and size == 2:
+            assert config == cfg.TileConfig(1, 16384, False, 32), config
+    assert cfg.tile_config(65536, False, False, multiprocessors=132, element_size=2, residual=True,
+                           out_element_size=2).split  # the fused add keeps its split rows
+
+
 def test_wide_rows_take_their_family_s_tiles():
     """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
     column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows

@@ -27,7 +27,8 @@
 #    SM (incl. the fused add fp32 4096×16384, a tie with Liger); LayerNorm's one-row split parts at
 #    65536 / 131072. Its counts and predictions: tools/device_zzzzj.sh's header.
 # Prediction (fsweep, fp32 y): the capped rows' spills cost ≤ 3 % (local memory in L1) — ±3 % against
-#   the uncapped rows; the whole row of 65536 (332 B) 5-15 % behind the column tiles.
+#   the uncapped rows; the whole row of 65536 (332 B spilled) ±5 % against the column tiles (the
+#   heuristic's since session 20's out_element_size).
 # Prediction (fsweep): RMSNorm 2048×131072 1 × 32768 split parts 300-330 µs (80-88 %) if the column
 #   tiles' 1.77× DRAM re-reads are what they wait on, ≥ 349 if the exchange's wait costs more than the
 #   misses save; 1024×262144 likewise against 382; the fused add 4096×65536 / 2048×131072 ±5 % against
@@ -51,9 +52,10 @@ fsweep)
   # LayerNorm's rows of 65536 (72 %: 264 rows = 33 MB in flight on the three-read tiles) in two parts
   tune_sweep fwd layer_norm bf16 4096x65536 60 1x32768:32:split 1x16384:32:split
   # bf16 x, fp32 y and weight (out_dtype): RMSNorm's whole rows capped at 32 registers spill with a
-  # 4-byte y (ptxas, sm_90: 16384 206 B, 32768 190 B; the whole row of 65536 uncapped 332 B) — the
-  # heuristic picks by x's size only: against the uncapped rows and the column tiles
+  # 4-byte y (ptxas, sm_90: 16384 206 B, 32768 190 B; the whole row of 65536 uncapped 332 B, which
+  # the heuristic now leaves to the column tiles for a 4-byte y): against the uncapped rows, the whole
+  # row of 65536 and the column tiles
   TUNE_ARGS="--out-dtype fp32 --weight-dtype fp32" tune_sweep fwd rms bf16 4096x16384,8192x32768,4096x65536 90 \
-      1x16384:16:reload 1x32768:32:reload 1x16384:32:col ;;
+      1x16384:16:reload 1x32768:32:reload 1x65536:32:reload 1x16384:32:col ;;
 esac
 pack_logs

@@ -28,7 +28,7 @@ _INTERPRET_TILE_ELEMENTS = 65536
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
                 residual: bool = False, layer_norm: bool = False, element_size: int = 2,
-                vector_aligned: bool = True) -> TileConfig:
+                vector_aligned: bool = True, out_element_size: int = 0) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (wide rows on a GPU: the backward's, and
@@ -56,6 +56,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
     _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
+    out_element_size: bytes per element of the forward's y (0: as x's). RMSNorm's whole rows of
+    65536 want a 2-byte y (a 4-byte one spills them: _FWD_WHOLE_RELOAD_RMS_2_BYTE).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
@@ -69,4 +71,5 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
                           one_tile=block_n >= n)
     if backward:
         return backward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size, vector_aligned)
-    return forward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size)
+    return forward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size,
+                        out_element_size or element_size)

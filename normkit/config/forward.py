@@ -58,6 +58,8 @@ _FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
 # (two an SM: 264 rows = 33 MB, whose second reads miss the 50 MB L2). Run ZZZZJ (Nsight Compute,
 # 4096×65536 bf16): DRAM read 537 MB (the minimum) in 256 µs against 657 MB in 303 µs. A/B (run
 # ZZZZK, 2 rounds, µs): bf16 4096×65536 307.7 → 256.6, 2048×65536 153.7 → 133.6, fp16 290.2 → 255.7.
+# With a 2-byte y only: a 4-byte y (out_dtype) spills it (ptxas, sm_90: 72-412 B; not timed), so those
+# rows keep the column tiles they ran on before.
 _FWD_WHOLE_RELOAD_RMS_2_BYTE = 65536
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
 _FWD_TILE_ELEMENTS = 4096
@@ -104,7 +106,7 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 
 def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
-                 element_size: int) -> TileConfig:
+                 element_size: int, out_element_size: int = 0) -> TileConfig:
     """The forward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
     arguments as `normkit.config.tile_config`'s."""
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
@@ -125,7 +127,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
             and cdiv(n, _FWD_SPLIT_RMS_4_BYTE[whole][1]) <= multiprocessors):
         block_m, block_n, warps, per_sm = _FWD_SPLIT_RMS_4_BYTE[whole]
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
-    if not (residual or layer_norm) and element_size == 2 and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE:
+    if (not (residual or layer_norm) and element_size == 2 and out_element_size in (0, 2)
+            and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
         return TileConfig(1, whole, True, num_warps=32, reload=True)
     if whole > _MAX_ONE_TILE_FWD:
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
