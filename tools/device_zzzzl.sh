@@ -18,7 +18,8 @@
 #    * LayerNorm's three-read 1 × 8192 tiles on 16 warps capped at 32 registers (0 B spilled: four
 #      programs an SM, against three at 40 registers — session 20 found two an SM, 50 registers, 12 %
 #      slower: more programs an SM may be the other way up) at 8192×32768, where torch.compile runs
-#      279 µs against normkit's 317; and LayerNorm's rows of 32768 / 65536 in two split parts on 32
+#      279 µs against normkit's 317 (its kernel: 1 × 16384 on 32 warps, three reads — ours of that tile
+#      46 registers, one an SM; capped at 32: two an SM, 0 B spilled); and LayerNorm's rows of 32768 / 65536 in two split parts on 32
 #      warps (1 × 16384 / 1 × 32768, one an SM: 9 / 17 MB in flight against the three-read tiles'
 #      25-33 MB).
 #  - `bash tools/device_zzzzj.sh bsweep` (~4 min): the backward half of that script's sweep (not run
@@ -47,7 +48,7 @@ fsweep)
       1x8192:8:split:p3
   tune_sweep fwd layer_norm bf16 2048x131072,1024x262144 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
   tune_sweep fwd fused_add bf16 4096x65536,2048x131072 90 1x32768:32:split 1x16384:32:split 1x8192:8:split:p3
-  tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two \
+  tune_sweep fwd layer_norm bf16 8192x32768 60 1x8192:16:col:two:r32 1x8192:16:col:two 1x16384:32:col:two:r32 \
       1x16384:32:split
   # LayerNorm's rows of 65536 (72 %: 264 rows = 33 MB in flight on the three-read tiles) in two parts
   tune_sweep fwd layer_norm bf16 4096x65536 60 1x32768:32:split 1x16384:32:split
