@@ -106,9 +106,9 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 
 def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
-                 element_size: int, out_element_size: int = 0) -> TileConfig:
+                 element_size: int, out_element_size: int) -> TileConfig:
     """The forward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
-    arguments as `normkit.config.tile_config`'s."""
+    arguments as `normkit.config.tile_config`'s (out_element_size: y's, resolved)."""
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
@@ -127,7 +127,7 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
             and cdiv(n, _FWD_SPLIT_RMS_4_BYTE[whole][1]) <= multiprocessors):
         block_m, block_n, warps, per_sm = _FWD_SPLIT_RMS_4_BYTE[whole]
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
-    if (not (residual or layer_norm) and element_size == 2 and out_element_size in (0, 2)
+    if (not (residual or layer_norm) and element_size == out_element_size == 2
             and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
         return TileConfig(1, whole, True, num_warps=32, reload=True)
     if whole > _MAX_ONE_TILE_FWD:
