@@ -588,16 +588,29 @@ def test_forward_reloads_rows_of_4096_and_wider():
 
 def test_whole_rows_of_65536_want_a_two_byte_y():
     """RMSNorm's 2-byte rows of 65536 run whole, one an SM (run ZZZZK), only when y is 2-byte too: a
-    4-byte y (out_dtype) spills that tile (ptxas, sm_90: 72-412 B), so it keeps the column tiles
-    (`ops.launch_fwd` passes y's size)."""
+    4-byte y (out_dtype) spills that tile (ptxas, sm_90: 72-412 B); it splits them in 1 × 4096 parts
+    (16 KB of y) on 4 warps, four an SM (run ZZZZM). `ops.launch_fwd` passes y's size."""
     for size, out_size, whole in ((2, 0, True), (2, 2, True), (2, 4, False), (4, 4, False), (4, 2, False)):
         config = cfg.tile_config(65536, False, False, multiprocessors=132, element_size=size,
                                  out_element_size=out_size)
         assert (config.one_tile and config.block_n == 65536) == whole, (size, out_size, config)
         if not whole and size == 2:
-            assert config == cfg.TileConfig(1, 16384, False, 32), config
+            assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True), config
     assert cfg.tile_config(65536, False, False, multiprocessors=132, element_size=2, residual=True,
                            out_element_size=2).split  # the fused add keeps its split rows
+
+
+def test_register_cap_wants_a_two_byte_y():
+    """RMSNorm's whole 2-byte rows of 16384 / 32768 run under ptxas' 32-register cap only with a 2-byte
+    y: a 4-byte y spills under it (run ZZZZL: bf16 x, fp32 y, 4096×16384 269.5 µs capped against 104.6
+    uncapped), so rows of 16384 keep the uncapped whole row and those of 32768 split (16 KB of y a part)."""
+    for n in (16384, 20000, 32768):
+        for out_size, cap in ((0, 32), (2, 32), (4, 0)):
+            config = cfg.tile_config(n, False, False, multiprocessors=132, element_size=2, out_element_size=out_size)
+            if n > 16384 and out_size == 4:
+                assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True), config
+            else:
+                assert config.one_tile and config.reload and config.max_registers == cap, (n, out_size, config)
 
 
 def test_wide_rows_take_their_family_s_tiles():
@@ -605,8 +618,9 @@ def test_wide_rows_take_their_family_s_tiles():
     column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows
     of 65536 without a residual: 16384-column tiles read three times, run ZZZ); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
-    part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in 32
-    parts (run ZZZJ), RMSNorm's plain 2-byte rows of 65536 whole on 32 warps, re-read for y (run ZZZZK;
+    part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in
+    1 × 4096 on 8 warps, four an SM (run ZZZZM) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
+    warps, four an SM (runs ZZZZL-M), RMSNorm's plain 2-byte rows of 65536 whole on 32 warps, re-read for y (run ZZZZK;
     else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
     ZZZE-ZZZF: LayerNorm 2 rows × 2048 — its rows of 32768 on 8 warps capped at 128 registers, run
     ZZZH —, RMSNorm and the fused add's rows up to 65536 1 × 4096; since run ZZZZH RMSNorm's / the fused
@@ -628,9 +642,10 @@ def test_wide_rows_take_their_family_s_tiles():
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
-        elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 32 parts
-            part = cfg.next_power_of_2(n) // 32
-            expected = cfg.TileConfig(1, part, True, part // 512, programs_per_sm=8192 // part, split=True)
+        elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
+            expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True)  # (run ZZZZM)
+        elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
+            expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True)  # 16 KB parts (ZZZZM)
         elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read (run ZZZZK)
             expected = cfg.TileConfig(1, 65536, True, 32, reload=True)
         else:
@@ -660,8 +675,9 @@ def test_wide_rows_take_their_family_s_tiles():
 
 
 def test_backward_rows_up_to_16384_split_in_pairs():
-    """The backward's rows of 8192 < N ≤ 16384 on a GPU: 2-byte rows in parts of 2 × 2048 on 4
-    warps, two programs an SM (run ZZZF); 4-byte rows in 1 × 2048 on 4 warps, the fused add's three
+    """The backward's rows of 8192 < N ≤ 16384 on a GPU: 2-byte rows in parts on 4 warps —
+    LayerNorm's 2 × 2048, two programs an SM (run ZZZF), RMSNorm's 1 × 4096, two an SM, the fused add's 1
+    × 2048 capped at 128 registers, four an SM (run ZZZZM); 4-byte rows in 1 × 2048 on 4 warps, the fused add's three
     an SM re-reading the previous row block after the exchange (reload; run ZZZL: its fp32 4096×16384
     301.4 µs against 309.1 on 8 warps, two an SM; run ZZZY: held 303.2 against 292.0), RMSNorm's and
     LayerNorm's two an SM holding it (run ZZZY: 221.0 / 224.3 against 226.2 / 231.4 reloading); 8-byte rows in

@@ -10,7 +10,7 @@ import torch
 
 from normkit import config as cfg
 from normkit import ops
-from normkit._runtime import interpret
+from normkit._runtime import interpret, multiprocessor_count
 from feature_cases import _reference
 from utils import assert_matches
 
@@ -142,6 +142,28 @@ def test_split_forward_matches_float64(family, dtype, m, n, config):
         assert_matches(res_out, rh, dtype, "residual_out")
 
 
+@cuda_only
+@pytest.mark.parametrize("n", [20000, 40000, 100000, 200000])
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32),
+                                             (torch.float16, torch.float32), (torch.float32, torch.float32),
+                                             (torch.float32, torch.bfloat16)], ids=str)
+def test_rms_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype):
+    """RMSNorm's forward through the GPU heuristic where y's size picks the tile
+    (config._FWD_SPLIT_RMS, _FWD_RELOAD_CAP: split parts of 16 KB of the wider of x and y, whole rows
+    capped only for a 2-byte y): y and rstd against float64, y pre-filled with NaN."""
+    from normkit import reference
+
+    x, w, _, _, _ = _inputs(33, n, dtype, seed=n)
+    y = torch.full(x.shape, float("nan"), device="cuda", dtype=out_dtype)
+    rstd = torch.full((33,), float("nan"), device="cuda", dtype=torch.float32)
+    ops.launch_fwd(x, y, weight=w, rstd=rstd, eps=1e-5, is_rms_norm=True)
+    config = cfg.tile_config(n, False, False, multiprocessors=multiprocessor_count(x.device),
+                             element_size=x.element_size(), out_element_size=y.element_size())
+    ry, _, _, rrstd = reference.norm_fwd(x.double().cpu(), w.double().cpu(), None, None, eps=1e-5, is_rms_norm=True)
+    assert_matches(y, ry, out_dtype if out_dtype.itemsize < dtype.itemsize else dtype, f"y ({config})")
+    assert_matches(rstd, rrstd, torch.float32, "rstd")
+
+
 def test_interpreter_refuses_split_configs(device):
     if not interpret():
         pytest.skip("only the interpreter refuses split configs")
@@ -152,15 +174,17 @@ def test_interpreter_refuses_split_configs(device):
 
 def test_split_needs_resident_programs(device):
     """More parts × heads than resident programs: refused, never launched to deadlock. The
-    forward splits only the fused add's wide rows of one head (RMSNorm's and LayerNorm's lost to
-    column tiles: BENCHMARKS.md, run ZZR), and refuses split configs with per-head weights."""
+    forward splits only wide rows of one head (the fused add's, RMSNorm's of 128 KB and more, runs ZZR
+    / ZZZZM; LayerNorm's lost to column tiles), and refuses split configs with per-head weights."""
     with pytest.raises(ValueError, match="resident"):
         cfg.backward_grid(_split(128), 100, 4, n=1000, heads=1)
     assert cfg.backward_grid(_split(128), 100, 132, n=1000, heads=1) == 16
     # and the heuristics fall back to column tiles when a split would not fit
     assert not cfg.tile_config(262144, True, False, heads=8, multiprocessors=132).split
     assert cfg.tile_config(262144, True, False, heads=1, multiprocessors=132).split
-    assert not cfg.tile_config(262144, False, False, multiprocessors=132).split  # RMSNorm's forward: column tiles
+    assert cfg.tile_config(262144, False, False, multiprocessors=132).split  # RMSNorm's forward: 32 parts
+    assert not cfg.tile_config(262144, False, False, multiprocessors=16).split  # on 16 SMs: column tiles
+    assert not cfg.tile_config(262144, False, False, heads=8, multiprocessors=132).split
     assert cfg.tile_config(262144, False, False, multiprocessors=132, residual=True).split  # the fused add's splits
     assert not cfg.tile_config(262144, False, False, heads=8, multiprocessors=132, residual=True).split
     with pytest.raises(ValueError, match="needs one_tile=True"):

@@ -34,13 +34,31 @@ _FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
 # 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
 # parts 1261.2 against 1379.2 for the whole row (16 KB parts 1418.0; 2 programs an SM 1764.0).
 _FWD_SPLIT_MIN_BYTES = 65536
-# RMSNorm's fp32 rows of 65536 / 131072 without a residual split too, in 32 parts a row (the column
-# tiles reach 64-69 %). Run ZZZI's sweep (tools/tune.py --kind fwd --config, µs): 4096×65536 1 × 2048
-# on 4 warps, 4 an SM, 670.1 against the column tiles' 735.1 (1 × 4096 on 8, 2 an SM: 797.2);
-# 2048×131072 1 × 4096 on 8 warps, 2 an SM, 715.6 against 797.0 (1 × 2048 on 4: 825.1). Not bf16
-# (2048×131072: 398-415 against 374) nor LayerNorm (fp32 4096×65536 796 against 788).
-# {whole: (block_m, block_n, num_warps, programs_per_sm)}
-_FWD_SPLIT_RMS_4_BYTE = {65536: (1, 2048, 4, 4), 131072: (1, 4096, 8, 2)}
+# RMSNorm's rows of 128 KB and more without a residual split too (the column tiles reach 63-73 %), in
+# parts of 16 KB of the wider of x and y, four an SM: 2-byte parts (1 × 8192; 1 × 4096 for a 4-byte
+# y) on 4 warps, fp32 ones (1 × 4096) on 8. Run ZZZZL's sweep (tools/tune.py --kind fwd --config,
+# bf16, µs): 2048×131072 1 × 8192 on 8 warps, 3 an SM, 315.0 against the column tiles' 348.1 (1 ×
+# 32768 on 32, one an SM: 349.8; 1 × 16384 on 16, 2 an SM: 426.8), 1024×262144 325.3 against 381.6
+# (358.9; 424.0); run ZZZZM's A/B of that part (`ab`, 2 rounds, µs): bf16 2048×131072 349.6 → 317.1,
+# 1024×262144 381.3 → 336.0, fp16 2048×131072 348.4 → 308.8 (the control 4096×65536 ±0.2). Run ZZZZM's
+# sweeps (`ab`, `checks`): on 4 warps, 4 an SM, 2048×131072 296.5 against 310.6, 1024×262144 292.8
+# against 322.7; fp32 1 × 4096 on 8 warps, 4 an SM, 4096×65536 578.3 against 598.3 three an SM and
+# run ZZZI's 1 × 2048 on 4 (676.3; A/B of three an SM, 2 rounds: 674.6 → 603.8), 2048×131072 582.0
+# against 620.6 and 1 × 4096 two an SM (766.2; A/B of three an SM: 729.7 → 631.2); bf16 x with a
+# 4-byte y (out_dtype fp32) in 1 × 4096 parts on 4 warps, 4 an SM: 4096×65536 479.5 against 483.9
+# on 8 warps and the column tiles' 604.8, 2048×131072 489.7 against 572.4 and 640.0; on 8 warps
+# 8192×32768 484.4 against the uncapped whole row's 516.4, 1024×262144 548.0 against 686.4 (4 warps
+# there by analogy). Session 14's 1 × 4096 parts of bf16 x and y on 8 warps, 4 an SM, ran 398-415 at
+# 131072. Not the 2-byte rows of 65536 with a 2-byte y (whole rows, below), nor LayerNorm
+# (2048×131072 532.1 against its staged tiles' 384.0). fp32 x with a 2-byte y takes fp32's parts
+# (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm)}}
+_FWD_SPLIT_RMS_4_BYTE = {whole: (1, 4096, 8, 4) for whole in (65536, 131072)}
+_FWD_SPLIT_RMS = {
+    (4, 4): _FWD_SPLIT_RMS_4_BYTE,
+    (4, 2): _FWD_SPLIT_RMS_4_BYTE,
+    (2, 2): {whole: (1, 8192, 4, 4) for whole in (131072, 262144)},
+    (2, 4): {whole: (1, 4096, 4, 4) for whole in (32768, 65536, 131072, 262144)},
+}
 # LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
 # y, over 1 × 16384 on 32 warps, 280.0 µs against normkit's whole row 341.7). Sweeps (runs ZZY and
@@ -95,7 +113,10 @@ _FWD_RELOAD_4096_WIDE_WARPS = 16
 # ptxas' register cap for plain 2-byte RMSNorm rows of ≥ 16384 re-read: 1 × 32768 on 32 warps
 # 38 → 32 registers without spills (1 → 2 programs an SM: 8192×32768 302 → 259 µs), 1 × 16384 on
 # 16 warps 50 → 32, 16 B spilled (2 → 4: 4096×16384 71.6 → 67.7). The fused add and LayerNorm
-# hold more (57-64 registers re-reading) and spill under it: 4096×16384 fused add 130 → 379.
+# hold more (57-64 registers re-reading) and spill under it: 4096×16384 fused add 130 → 379. So does
+# a 4-byte y (out_dtype fp32; ptxas, sm_90: 16384 206 B, 32768 190 B): run ZZZZL's sweep (bf16 x, fp32
+# y and weight, µs) 4096×16384 269.5 capped against 104.6 uncapped, 8192×32768 977.4 against 520.3
+# (the column tiles 581.1): the cap wants a 2-byte y as well.
 _FWD_RELOAD_CAP = 32
 _FWD_RELOAD_CAP_MIN = 16384
 
@@ -123,9 +144,10 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
             and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
-    if (not (residual or layer_norm) and heads == 1 and element_size == 4 and whole in _FWD_SPLIT_RMS_4_BYTE
-            and cdiv(n, _FWD_SPLIT_RMS_4_BYTE[whole][1]) <= multiprocessors):
-        block_m, block_n, warps, per_sm = _FWD_SPLIT_RMS_4_BYTE[whole]
+    split_rms = _FWD_SPLIT_RMS.get((element_size, out_element_size), {}).get(whole)
+    if (not (residual or layer_norm) and heads == 1 and split_rms is not None
+            and cdiv(n, split_rms[1]) <= multiprocessors):
+        block_m, block_n, warps, per_sm = split_rms
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if (not (residual or layer_norm) and element_size == out_element_size == 2
             and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
@@ -144,5 +166,6 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     warps = _num_warps(block_m * whole, cap=32 if whole > 16384 else 16)
     if reload and whole == _FWD_RELOAD_MIN and not layer_norm and (residual or element_size == 4):
         warps = _FWD_RELOAD_4096_WIDE_WARPS
-    capped = reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual) and element_size == 2
+    capped = (reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual)
+              and element_size == out_element_size == 2)
     return TileConfig(block_m, whole, True, warps, reload=reload, max_registers=_FWD_RELOAD_CAP if capped else 0)
