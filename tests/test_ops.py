@@ -688,15 +688,20 @@ def test_backward_rows_up_to_16384_split_in_pairs():
                             layer_norm=layer_norm, element_size=size)
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.split, t.reload)
     for n, residual, layer_norm in itertools.product((8193, 12000, 16384), (False, True), (False, True)):
-        assert pick(n, 2, residual, layer_norm) == (2, 2048, 4, 2, 0, True, False)
+        assert pick(n, 2, residual, layer_norm) == ((2, 2048, 4, 2, 0, True, False) if layer_norm
+                                                    else (1, 2048, 4, 4, 128, True, False) if residual
+                                                    else (1, 4096, 4, 2, 0, True, False))
         assert pick(n, 4, residual, layer_norm) == ((1, 2048, 4, 3, 0, True, True) if residual
                                                     else (1, 2048, 4, 2, 0, True, False))
         assert pick(n, 8, residual, layer_norm) == (1, 2048, 16, 1, 0, True, False)
-    # 8 parts × 16 heads = 128 ≤ 132 SMs; 8 × 17 do not fit: 2-byte rows take 2 × 4096 parts (4 × 17 = 68)
+    # 8 parts × 16 heads = 128 ≤ 132 SMs; 8 × 17 do not fit: 2-byte rows take 2 × 4096 parts (4 × 17 = 68),
+    # RMSNorm's keep their 1 × 4096
     assert pick(16384, 4, False, heads=16) == (1, 2048, 4, 2, 0, True, False)
     assert pick(16384, 4, True, heads=16) == (1, 2048, 4, 3, 0, True, True)
     assert pick(16384, 4, False, heads=17) == (1, 4096, 16, 1, 0, True, False)
-    assert pick(16384, 2, False, heads=17) == (2, 4096, 8, 1, 0, True, False)
+    assert pick(16384, 2, False, True, heads=17) == (2, 4096, 8, 1, 0, True, False)
+    assert pick(16384, 2, True, heads=17) == (2, 4096, 8, 1, 0, True, False)  # 8 × 17 parts of 2048
+    assert pick(16384, 2, False, heads=17) == (1, 4096, 4, 2, 0, True, False)  # 4 × 17 of 4096 fit
     assert not pick(16384, 4, False, heads=64)[-1]  # 4 × 64 parts do not fit: the whole row
 
 
