@@ -37,7 +37,12 @@
 #   −15 % against 384 (2.0× re-reads); the capped three-read tiles at 8192×32768 −3 to −8 % (317); the
 #   two-part split at 4096×65536 −5 to −15 % (353) if the exchange's wait hides behind 32 warps, at
 #   8192×32768 ±5 % (its tiles' rows in flight mostly fit L2 already).
-# Outcome: (fill in after the run)
+# Outcome (session 21, run ZZZZL = `fsweep` only; `checks` ran as tools/device_zzzzm.sh's): RMSNorm's
+#   1 × 32768 split parts 349.8 / 358.9 µs (2048×131072 / 1024×262144: no better than the column tiles'
+#   348.1 / 381.6), the 1 × 8192 parts on 8 warps three an SM 315.0 / 325.3 → design change 22 (refined
+#   in ZZZZM); LayerNorm's splits and capped three-read tiles slower everywhere (wrong); the fused add's
+#   ±1 % / +3-26 % (right); a 4-byte y under the cap 269.5 against 104.6 uncapped (4096×16384) and
+#   977.4 against 520.3 (8192×32768): the prediction (≤ 3 %) wrong by 2.6× → design change 23.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?checks or fsweep} in

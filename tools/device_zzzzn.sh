@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Device run ZZZZN (prepared in session 21 for the next session, nvidia-h200; carry [".whl"]), two calls:
+#  - `bash tools/device_zzzzn.sh checks` (~8 min): what run ZZZZM's `bwd16` left before its limits —
+#    check-mode GPU tests of every backward heuristic configuration (18 of 41 ran; the rest did not
+#    change in session 21) and memcheck of the backward's split parts at their narrowest widths.
+#  - `bash tools/device_zzzzn.sh sweep` (~3 min, tools/tune.py --kind fwd --config, logs teed):
+#    design change 22's 16 KB parts on 4 warps four an SM, tried where they were not —
+#    * the fused add's forward past 32768 (83-86 % of copy on 1 × 4096 parts on 8 warps, 8 KB of x
+#      and 8 KB of residual a part): 1 × 8192 on 4 (16 KB + 16 KB), 1 × 4096 on 4, four an SM;
+#      its fp32 rows of 65536 (85 %): 1 × 4096 on 8 four an SM against 1 × 2048;
+#    * LayerNorm's forward at 131072 / 262144 (66 / 63 %; its split on 8 warps three an SM lost:
+#      532.1 / 419.3 against 384.0 / 402.6 in run ZZZZL): 1 × 8192 on 4 four an SM, 1 × 4096 on 4.
+# Count: a 16 KB part on 4 warps holds 32 values a thread of each row it reads; four an SM = 16 warps,
+#   132 × 4 × 2 blocks × 32 KB (the fused add: x and residual) = 34 MB in flight — past L2's ~17 MB
+#   regime (run ZZZZJ `l2`), so the fused add may gain less than RMSNorm did.
+# Prediction: checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
+#   16 KB parts −0 to −10 % against its 8-warp split, still ≥ its staged tiles (its loss is not the
+#   part size alone: unexplained, see BENCHMARKS "Session 21's standing").
+# Outcome: (fill in after the run)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+case ${1:?checks or sweep} in
+checks)
+  checked_tests 330 tests/test_properties.py -k "gpu_heuristic_config and bwd"
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all python3 \
+      tools/sanitize_sweep.py --kind bwd --split only --widths lo --families rms,fused_add > "$L/memcheck_bwd.log" 2>&1
+  echo "memcheck bwd split lo (exit $?): $(grep -c ': ok (' "$L/memcheck_bwd.log") runs ok," \
+       "$(grep -c FAIL "$L/memcheck_bwd.log") failed; $(grep 'ERROR SUMMARY' "$L/memcheck_bwd.log" | sort | uniq -c | tr '\n' ' ')" ;;
+sweep)
+  { tune_sweep fwd fused_add bf16 4096x65536,2048x131072 60 1x8192:4:split:p4 1x4096:4:split:p4 1x4096:8:split:p4
+    tune_sweep fwd fused_add fp32 4096x65536 40 1x4096:8:split:p4 1x2048:8:split:p4
+    tune_sweep fwd layer_norm bf16 2048x131072,1024x262144 60 1x8192:4:split:p4 1x4096:4:split:p4 \
+        1x8192:8:split:p3; } | tee "$L/sweep.log" ;;
+esac
+pack_logs
