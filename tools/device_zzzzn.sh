@@ -12,7 +12,12 @@
 #      532.1 / 419.3 against 384.0 / 402.6 in run ZZZZL): 1 × 8192 on 4 four an SM, 1 × 4096 on 4.
 # Count: a 16 KB part on 4 warps holds 32 values a thread of each row it reads; four an SM = 16 warps,
 #   132 × 4 × 2 blocks × 32 KB (the fused add: x and residual) = 34 MB in flight — past L2's ~17 MB
-#   regime (run ZZZZJ `l2`), so the fused add may gain less than RMSNorm did.
+#   regime (run ZZZZJ `l2`), so the fused add may gain less than RMSNorm did. ptxas, sm_90, bf16, N =
+#   131072 (`tools/ptx_stats.py --kind fwd --tile 1x8192w4S`): RMSNorm 1 × 8192 on 4 warps 105
+#   registers, 3 bar.sync (4 an SM fit); the fused add 128 (4 fit), 1 × 4096 on 4 72 + 4 B spilled;
+#   LayerNorm 135 registers (only 3 an SM fit: the launcher fits the grid to what is resident), 1 ×
+#   4096 on 4 80 (6 fit), 1 × 8192 on 8 80 — and 9 bar.sync / 36-39 shfl.sync a part against
+#   RMSNorm's 3 / 16-17: three block reductions (Σh, the local M2, the merge) where RMSNorm has one.
 # Prediction: checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
 #   16 KB parts −0 to −10 % against its 8-warp split, still ≥ its staged tiles (its loss is not the
 #   part size alone: unexplained, see BENCHMARKS "Session 21's standing").
