@@ -17,7 +17,8 @@
 #   registers, 3 bar.sync (4 an SM fit); the fused add 128 (4 fit), 1 × 4096 on 4 72 + 4 B spilled;
 #   LayerNorm 135 registers (only 3 an SM fit: the launcher fits the grid to what is resident), 1 ×
 #   4096 on 4 80 (6 fit), 1 × 8192 on 8 80 — and 9 bar.sync / 36-39 shfl.sync a part against
-#   RMSNorm's 3 / 16-17: three block reductions (Σh, the local M2, the merge) where RMSNorm has one.
+#   RMSNorm's 3 / 16-17 (stats.publish_row_sums: LayerNorm's part reduces its local mean, then M2
+#   around it — dependent block reductions — where RMSNorm's reduces Σh² once).
 # Prediction: checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
 #   16 KB parts −0 to −10 % against its 8-warp split, still ≥ its staged tiles (its loss is not the
 #   part size alone: unexplained, see BENCHMARKS "Session 21's standing").
