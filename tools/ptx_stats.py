@@ -46,7 +46,8 @@ def constexprs(kind, family, config, dtype):
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
                  EVEN_ROWS=not rms,
                  STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
-                 RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None)
+                 RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
+                 CENTERED_PASS=config.centered_pass)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:
@@ -143,6 +144,8 @@ def main() -> int:
     p.add_argument("--families", default="rms,fused_add,layer_norm")
     p.add_argument("--widths", default="1024,2048,4096,8192")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    p.add_argument("--out-dtype", choices=["bf16", "fp16", "fp32"],
+                   help="forward: y's dtype (out_dtype; default x's) — the heuristic's tile takes its size")
     p.add_argument("--tile", help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
                                   "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
@@ -160,11 +163,15 @@ def main() -> int:
         extra.update(RECOMPUTE_STATS=True, RSTD=None, MEAN=None)
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
+    if args.out_dtype and args.kind == "fwd":
+        pointers["Y"] = "*" + args.out_dtype
+    sizes = {"bf16": 2, "fp16": 2, "fp32": 4}
     for family in args.families.split(","):
         for n in map(int, args.widths.split(",")):
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
-                layer_norm=family == "layer_norm", element_size=4 if args.dtype == "fp32" else 2)
+                layer_norm=family == "layer_norm", element_size=sizes[args.dtype],
+                out_element_size=sizes[args.out_dtype] if args.out_dtype and args.kind == "fwd" else 0)
             if args.max_registers is not None:
                 config = dataclasses.replace(config, max_registers=args.max_registers)
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype),
@@ -173,10 +180,12 @@ def main() -> int:
             ptx = compiled.asm["ptx"]
             regs, spill = cc.ptxas_resources(ptx)
             shared = compiled.metadata.shared
-            print(f"{args.kind} {family:10} {args.dtype} N={n:<6} {config.block_m} x {config.block_n} on "
+            y = f" y {args.out_dtype}" if args.out_dtype and args.kind == "fwd" else ""
+            print(f"{args.kind} {family:10} {args.dtype}{y} N={n:<6} {config.block_m} x {config.block_n} on "
                   f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}"
                   f"{f' async {config.async_stages} stages' if config.async_stages else ''}"
-                  f"{' reload' if config.reload else ''}{f' cap {config.max_registers}' if config.max_registers else ''}: "
+                  f"{' reload' if config.reload else ''}{' three-read' if config.centered_pass else ''}"
+                  f"{f' cap {config.max_registers}' if config.max_registers else ''}: "
                   f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
                   f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync, "
                   f"{ptx.count('cp.async.cg') + ptx.count('cp.async.ca')} cp.async, {shared} B shared", flush=True)
