@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run ZZZZN (prepared in session 21 for the next session, nvidia-h200; carry [".whl"]), two calls:
+# Device run ZZZZN (prepared in session 21 for the next session, nvidia-h200; carry [".whl"]), three calls:
 #  - `bash tools/device_zzzzn.sh checks` (~8 min): what run ZZZZM's `bwd16` left before its limits —
 #    check-mode GPU tests of every backward heuristic configuration (18 of 41 ran; the rest did not
 #    change in session 21) and memcheck of the backward's split parts at their narrowest widths.
@@ -10,6 +10,10 @@
 #      its fp32 rows of 65536 (85 %): 1 × 4096 on 8 four an SM against 1 × 2048;
 #    * LayerNorm's forward at 131072 / 262144 (66 / 63 %; its split on 8 warps three an SM lost:
 #      532.1 / 419.3 against 384.0 / 402.6 in run ZZZZL): 1 × 8192 on 4 four an SM, 1 × 4096 on 4.
+#  - `bash tools/device_zzzzn.sh ncu` (~4 min): why LayerNorm's split forward loses where RMSNorm's
+#    wins — Nsight Compute (device_env.sh's ncu_stalls: time, DRAM bytes, occupancy, stall reasons) on
+#    RMSNorm's split parts, LayerNorm's (8 warps three an SM; 4 warps) and LayerNorm's staged column
+#    tiles at bf16 2048×131072.
 # Count: a 16 KB part on 4 warps holds 32 values a thread of each row it reads; four an SM = 16 warps,
 #   132 × 4 × 2 blocks × 32 KB (the fused add: x and residual) = 34 MB in flight — past L2's ~17 MB
 #   regime (run ZZZZJ `l2`), so the fused add may gain less than RMSNorm did. ptxas, sm_90, bf16, N =
@@ -19,13 +23,19 @@
 #   4096 on 4 80 (6 fit), 1 × 8192 on 8 80 — and 9 bar.sync / 36-39 shfl.sync a part against
 #   RMSNorm's 3 / 16-17 (stats.publish_row_sums: LayerNorm's part reduces its local mean, then M2
 #   around it — dependent block reductions — where RMSNorm's reduces Σh² once).
-# Prediction: checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
+# Prediction: ncu — LayerNorm's parts stall on barriers (9 bar.sync a part against RMSNorm's 3) at
+#   equal DRAM bytes (~1.0× the minimum both); checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
 #   16 KB parts −0 to −10 % against its 8-warp split, still ≥ its staged tiles (its loss is not the
 #   part size alone: unexplained, see BENCHMARKS "Session 21's standing").
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks or sweep} in
+case ${1:?checks, sweep or ncu} in
+ncu)
+  ncu_stalls fwd rms_split_131072 --family rms --shape 2048x131072
+  ncu_stalls fwd ln_split8_131072 --family layer_norm --shape 2048x131072 --config 1x8192:8:split:p3
+  ncu_stalls fwd ln_split4_131072 --family layer_norm --shape 2048x131072 --config 1x8192:4:split:p4
+  ncu_stalls fwd ln_staged_131072 --family layer_norm --shape 2048x131072 ;;
 checks)
   checked_tests 330 tests/test_properties.py -k "gpu_heuristic_config and bwd"
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
