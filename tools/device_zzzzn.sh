@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run ZZZZN (prepared in session 21 for the next session, nvidia-h200; carry [".whl"]), three calls:
+# Device run ZZZZN (prepared in session 21 for the next session, nvidia-h200; carry [".whl"]), four calls:
 #  - `bash tools/device_zzzzn.sh checks` (~8 min): what run ZZZZM's `bwd16` left before its limits —
 #    check-mode GPU tests of every backward heuristic configuration (18 of 41 ran; the rest did not
 #    change in session 21) and memcheck of the backward's split parts at their narrowest widths.
@@ -14,6 +14,20 @@
 #    wins — Nsight Compute (device_env.sh's ncu_stalls: time, DRAM bytes, occupancy, stall reasons) on
 #    RMSNorm's split parts, LayerNorm's (8 warps three an SM; 4 warps) and LayerNorm's staged column
 #    tiles at bf16 2048×131072.
+#  - `bash tools/device_zzzzn.sh ymix` (~5 min): A/B main → docs/experiments/forward-lanes-widest.patch
+#    (the forward's column index provably contiguous only in runs of one 16-byte vector of the widest
+#    row element — x, y, residual, residual_out — where their widths differ), 2 rounds, tools/tune.py's
+#    heuristic time in each build, bf16 x with a 4-byte y (out_dtype fp32) and fp32 x with a bf16 y.
+#    Count (ptxas, sm_90, `tools/ptx_stats.py --kind fwd --out-dtype fp32`): with a 4-byte y from a
+#    2-byte x every forward tile converts y's layout through shared memory before the store (x loads 8
+#    a thread, y stores 4): RMSNorm's whole row of 16384 16 KB and 10 bar.sync against 2, its split
+#    parts 4 KB and 11 against 3, LayerNorm's staged tiles at 131072 53 registers against 40; the
+#    patch: 2-5 bar.sync, ≤ 128 B shared, LayerNorm 48 registers — x then loads 8 bytes a thread, not
+#    16. Same-dtype launches: PTX identical to main's for all 54 heuristic forward configurations
+#    (rms / fused add / LayerNorm × bf16 / fp32 × 1024 … 262144; debug labels aside), so only mixed
+#    dtypes can move.
+#    Prediction: −3 to −10 % on the 4-byte-y forwards (fewer barriers and shared-memory round trips a
+#    tile; the 8-byte loads still coalesce a warp into 256 B), ±1 % on the same-dtype control.
 # Count: a 16 KB part on 4 warps holds 32 values a thread of each row it reads; four an SM = 16 warps,
 #   132 × 4 × 2 blocks × 32 KB (the fused add: x and residual) = 34 MB in flight — past L2's ~17 MB
 #   regime (run ZZZZJ `l2`), so the fused add may gain less than RMSNorm did. ptxas, sm_90, bf16, N =
@@ -30,7 +44,26 @@
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?checks, sweep or ncu} in
+case ${1:?checks, sweep, ncu or ymix} in
+ymix)
+  N=/tmp/ab/new
+  patched_copy $N docs/experiments/forward-lanes-widest.patch
+  arm() {  # dir, tune.py arguments: the heuristic's time in that build (tune.py imports normkit from PYTHONPATH)
+    local dir=$1; shift
+    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
+        | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
+  }
+  for round in 1 2; do
+    for dir in "$PWD" "$N"; do
+      [ $round = 1 ] && (cd "$dir" && PYTHONPATH=/tmp/site:$dir python3 -c "import normkit; print('imports', normkit.__file__)")
+      arm "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x16384,8192x32768,4096x65536,2048x131072 \
+          --config 1x16384:32:col
+      arm "$dir" --family fused_add --dtype bf16 --out-dtype fp32 --shapes 4096x16384,4096x65536 --config 1x16384:32:col
+      arm "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
+      arm "$dir" --family fused_add --dtype fp32 --out-dtype bf16 --shapes 4096x16384 --config 1x16384:32:col
+      arm "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
+    done
+  done | tee "$L/ymix.log" ;;
 ncu)
   ncu_stalls fwd rms_split_131072 --family rms --shape 2048x131072
   ncu_stalls fwd ln_split8_131072 --family layer_norm --shape 2048x131072 --config 1x8192:8:split:p3
