@@ -89,12 +89,14 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     """tools/ptx_stats.py passes the forward's tile flags as ops.launch_fwd does — LayerNorm's
     three-read column tiles (CENTERED_PASS) at 32768 / 65536 — and y's dtype (--out-dtype): RMSNorm's
     whole 2-byte row of 16384 runs under the 32-register cap with a 2-byte y and uncapped with a 4-byte
-    one, without spilling (a 4-byte y spilled 206 B under the cap: config._FWD_RELOAD_CAP)."""
+    one, without spilling (a 4-byte y spilled 206 B under the cap: config._FWD_RELOAD_CAP); and the
+    residual's dtype (--residual-dtype: a residual kept in fp32 beside bf16 x)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     lines = {}
     for family, widths, y in (("layer_norm", "32768,65536", []), ("rms", "16384", []),
-                              ("rms", "16384", ["--out-dtype", "fp32"])):
+                              ("rms", "16384", ["--out-dtype", "fp32"]),
+                              ("fused_add", "4096", ["--residual-dtype", "fp32"])):
         out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "fwd", "--families",
                               family, "--widths", widths, *y], env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr
@@ -104,6 +106,8 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     (two_byte,), (four_byte,) = lines["rms", False], lines["rms", True]
     assert " cap 32:" in two_byte and " y " not in two_byte, two_byte
     assert " y fp32 " in four_byte and " cap " not in four_byte and " 0 B spilled" in four_byte, four_byte
+    (residual,) = lines["fused_add", True]
+    assert "bf16 residual fp32 N=4096 " in residual and " 0 B spilled" in residual, residual
 
 
 def test_forward_l2_hints_as_compiled():

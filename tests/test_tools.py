@@ -51,14 +51,19 @@ def test_launch_tile_refuses_a_malformed_tile(capsys):
 
 
 def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
-    """tools/tune.py: --out-dtype is the forward's only, and every dtype is one of its names — both
-    refused with argparse's message (exit status 2), before any CUDA call."""
+    """tools/tune.py: --out-dtype is the forward's only, --residual-dtype the fused add's forward's,
+    and every dtype is one of its names — each refused with argparse's message (exit status 2),
+    before any CUDA call."""
     tune = _tool("tune")
     with pytest.raises(SystemExit) as stop:
         tune.main(["--kind", "bwd", "--out-dtype", "fp32"])
     assert stop.value.code == 2
     assert "--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind bwd" in capsys.readouterr().err
-    for flag in ("--dtype", "--out-dtype", "--weight-dtype"):
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["--kind", "fwd", "--family", "rms", "--residual-dtype", "fp32"])
+    assert stop.value.code == 2
+    assert "--residual-dtype is the fused add's forward's, got --kind fwd --family rms" in capsys.readouterr().err
+    for flag in ("--dtype", "--out-dtype", "--weight-dtype", "--residual-dtype"):
         with pytest.raises(SystemExit) as stop:
             tune.main(["--kind", "fwd", flag, "float32"])
         assert stop.value.code == 2

@@ -14,16 +14,19 @@
 #    wins — Nsight Compute (device_env.sh's ncu_stalls: time, DRAM bytes, occupancy, stall reasons) on
 #    RMSNorm's split parts, LayerNorm's (8 warps three an SM; 4 warps) and LayerNorm's staged column
 #    tiles at bf16 2048×131072.
-#  - `bash tools/device_zzzzn.sh ymix` (~5 min): A/B main → docs/experiments/forward-lanes-widest.patch
+#  - `bash tools/device_zzzzn.sh ymix` (~7 min): A/B main → docs/experiments/forward-lanes-widest.patch
 #    (the forward's column index provably contiguous only in runs of one 16-byte vector of the widest
 #    row element — x, y, residual, residual_out — where their widths differ), 2 rounds, tools/tune.py's
-#    heuristic time in each build, bf16 x with a 4-byte y (out_dtype fp32) and fp32 x with a bf16 y.
+#    heuristic time in each build, bf16 x with a 4-byte y (out_dtype fp32), fp32 x with a bf16 y, the
+#    fused add with an fp32 residual (tools/tune.py --residual-dtype, new in session 21).
 #    Count (ptxas, sm_90, `tools/ptx_stats.py --kind fwd --out-dtype fp32`): with a 4-byte y from a
 #    2-byte x every forward tile converts y's layout through shared memory before the store (x loads 8
 #    a thread, y stores 4): RMSNorm's whole row of 16384 16 KB and 10 bar.sync against 2, its split
 #    parts 4 KB and 11 against 3, LayerNorm's staged tiles at 131072 53 registers against 40; the
 #    patch: 2-5 bar.sync, ≤ 128 B shared, LayerNorm 48 registers — x then loads 8 bytes a thread, not
-#    16. Same-dtype launches: PTX identical to main's for all 54 heuristic forward configurations
+#    16. A residual kept in fp32 beside bf16 x and y (`--residual-dtype fp32`) converts too: the fused
+#    add's whole rows of 4096-16384 16 KB and 4-10 bar.sync, its split parts 8 KB and 7; the patch 2-3
+#    bar.sync, ≤ 64 B shared (16384: 83 registers against 80). Same-dtype launches: PTX identical to main's for all 54 heuristic forward configurations
 #    (rms / fused add / LayerNorm × bf16 / fp32 × 1024 … 262144; debug labels aside), so only mixed
 #    dtypes can move.
 #    Prediction: −3 to −10 % on the 4-byte-y forwards (fewer barriers and shared-memory round trips a
@@ -61,6 +64,10 @@ ymix)
       arm "$dir" --family fused_add --dtype bf16 --out-dtype fp32 --shapes 4096x16384,4096x65536 --config 1x16384:32:col
       arm "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
       arm "$dir" --family fused_add --dtype fp32 --out-dtype bf16 --shapes 4096x16384 --config 1x16384:32:col
+      # a residual kept in fp32 beside bf16 x and y (prenorm training's residual_in_fp32)
+      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 16384x4096 --config 1x4096:16:reload
+      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 4096x16384,4096x65536 \
+          --config 1x16384:32:col
       arm "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
     done
   done | tee "$L/ymix.log" ;;

@@ -146,6 +146,8 @@ def main() -> int:
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--out-dtype", choices=["bf16", "fp16", "fp32"],
                    help="forward: y's dtype (out_dtype; default x's) — the heuristic's tile takes its size")
+    p.add_argument("--residual-dtype", choices=["bf16", "fp16", "fp32"],
+                   help="forward: the residual's and residual_out's dtype (residual_dtype; default x's)")
     p.add_argument("--tile", help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
                                   "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
     p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
@@ -165,6 +167,8 @@ def main() -> int:
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
     if args.out_dtype and args.kind == "fwd":
         pointers["Y"] = "*" + args.out_dtype
+    if args.residual_dtype and args.kind == "fwd":
+        pointers.update(RESIDUAL="*" + args.residual_dtype, RESIDUAL_OUT="*" + args.residual_dtype)
     sizes = {"bf16": 2, "fp16": 2, "fp32": 4}
     for family in args.families.split(","):
         for n in map(int, args.widths.split(",")):
@@ -181,6 +185,7 @@ def main() -> int:
             regs, spill = cc.ptxas_resources(ptx)
             shared = compiled.metadata.shared
             y = f" y {args.out_dtype}" if args.out_dtype and args.kind == "fwd" else ""
+            y += f" residual {args.residual_dtype}" if args.residual_dtype and args.kind == "fwd" else ""
             print(f"{args.kind} {family:10} {args.dtype}{y} N={n:<6} {config.block_m} x {config.block_n} on "
                   f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}"
                   f"{f' async {config.async_stages} stages' if config.async_stages else ''}"

@@ -132,6 +132,9 @@ def main(argv=None):
                    help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
     p.add_argument("--out-dtype", choices=list(DTYPES), help="forward: y in this dtype (default: --dtype), e.g. fp32 — bf16 x with fp32 y "
                                        "spills the whole rows' register-capped tiles (ptxas, sm_90: 72-412 B)")
+    p.add_argument("--residual-dtype", choices=list(DTYPES),
+                   help="forward, fused add: the residual and residual_out in this dtype (default: --dtype), e.g. fp32 "
+                        "(a residual kept in fp32)")
     p.add_argument("--weight-dtype", choices=list(DTYPES), help="the weight (and bias) in this dtype (default: --dtype), e.g. fp32")
     p.add_argument("--ppsm", default="1,2,4,8")
     p.add_argument("--json")
@@ -163,6 +166,9 @@ def main(argv=None):
     out_dtype, weight_dtype = DTYPES[args.out_dtype or args.dtype], DTYPES[args.weight_dtype or args.dtype]
     if out_dtype != dtype and args.kind != "fwd":
         p.error(f"--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind {args.kind}")
+    res_dtype = DTYPES[args.residual_dtype or args.dtype]
+    if args.residual_dtype and (args.kind, args.family) != ("fwd", "fused_add"):
+        p.error(f"--residual-dtype is the fused add's forward's, got --kind {args.kind} --family {args.family}")
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
@@ -174,6 +180,8 @@ def main(argv=None):
         nbytes = min_bytes(args.kind, m, n, dtype.itemsize, args.family)
         if args.kind == "fwd":  # y's bytes in its own dtype (min_bytes counts x's for every tensor)
             nbytes += m * n * (out_dtype.itemsize - dtype.itemsize)
+            if args.family == "fused_add":  # the residual read and residual_out written in their own dtype
+                nbytes += 2 * m * n * (res_dtype.itemsize - dtype.itemsize)
         sets = input_sets_needed(nbytes)
         g = torch.Generator(device=dev).manual_seed(0)
         xs = [torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
@@ -185,10 +193,10 @@ def main(argv=None):
         rstds, means = [s[3] for s in stats], [s[2] for s in stats]
         # fused add: dresidual_out is a tensor of its own (reusing another set's dy would be read
         # from L2 and overstate the bandwidth: run I measured 104 % of copy that way)
-        dres = ([torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
-                if args.family == "fused_add" else [None] * sets)
+        dres = ([torch.randn(m, n, device=dev, dtype=res_dtype if args.kind == "fwd" else dtype, generator=g)
+                 for _ in range(sets)] if args.family == "fused_add" else [None] * sets)
         outs = [torch.empty_like(x, dtype=out_dtype if args.kind == "fwd" else dtype) for x in xs]
-        res_outs = [torch.empty_like(x) for x in xs] if args.family == "fused_add" else [None] * sets
+        res_outs = [torch.empty_like(x, dtype=res_dtype) for x in xs] if args.family == "fused_add" else [None] * sets
         dw = torch.empty_like(w)
         db = torch.empty_like(w) if not rms else None
 
