@@ -89,12 +89,14 @@ _PAIRED_SPLIT_RESIDUAL_MAX = 65536
 # / 464.4 against 440.6).
 # A/B (run ZZZZH, 2 rounds): RMSNorm 448.8 → 433.2, 463.7 → 438.4, 505.2 → 472.8; the fused add
 # 629.7 → 598.9, 641.8 → 613.8. The fused add's rows of 262144 (not measured) keep 1 × 8192 on 8.
-_SIXTEEN_WARPS_AN_SM = {65536: (1, 2048, 4, 4, 128, False), 131072: (1, 4096, 8, 2, 128, False),
-                        262144: (1, 2048, 4, 4, 128, False)}
+_FOUR_2048_PARTS_AN_SM = (1, 2048, 4, 4, 128, False)
+_SIXTEEN_WARPS_AN_SM = {65536: _FOUR_2048_PARTS_AN_SM, 131072: (1, 4096, 8, 2, 128, False),
+                        262144: _FOUR_2048_PARTS_AN_SM}
 _SIXTEEN_WARPS_AN_SM_RESIDUAL_MAX = 131072
-# _PAIRED_SPLIT_16384: the 2-byte rows of 16384 (8193 … 16384 columns) split too, LayerNorm's in 2 ×
-# 2048 parts on 4 warps, two an SM, RMSNorm's in 1 × 4096 on 4, two an SM (_PAIRED_SPLIT_RMS), the
-# fused add's in 1 × 2048 on 4 capped at 128 registers, four an SM (_SIXTEEN_WARPS_AN_SM's). Run
+# The 2-byte rows of 16384 (8193 … 16384 columns) split by family (design change 24): LayerNorm's in
+# 2 × 2048 parts on 4 warps, two an SM (_PAIRED_SPLIT), RMSNorm's in 1 × 4096 on 4, two an SM
+# (_PAIRED_SPLIT_RMS), the fused add's in 1 × 2048 on 4 capped at 128 registers, four an SM
+# (_FOUR_2048_PARTS_AN_SM). Run
 # ZZZZM's sweep (ZZZZJ `bsweep`, tools/tune.py --config, bf16, µs, against 2 × 2048 for every family
 # until then): RMSNorm 4096×16384 118.2 against 125.0, 8192×16384 227.0 against 242.7; the fused add
 # 158.7 against 163.5, 310.2 against 318.0; LayerNorm's 1 × 4096 / 1 × 2048 parts 167.5-173.3
@@ -239,9 +241,8 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
         return (_PAIRED_SPLIT_4_BYTE_HELD if held else _PAIRED_SPLIT_4_BYTE, sixteen_kb)
     wide = (_SPLIT_ROWS, _SPLIT_PART, _SPLIT_WARPS, 1, 0, False)
     narrow = _NARROW_SPLIT + (1, 0, False)
-    if whole <= _MAX_ONE_TILE_BWD:  # rows of 16384 (_PAIRED_SPLIT_16384)
-        return (_PAIRED_SPLIT if layer_norm else _SIXTEEN_WARPS_AN_SM[65536] if residual else _PAIRED_SPLIT_RMS,
-                narrow)
+    if whole <= _MAX_ONE_TILE_BWD:  # rows of 16384: design change 24
+        return (_PAIRED_SPLIT if layer_norm else _FOUR_2048_PARTS_AN_SM if residual else _PAIRED_SPLIT_RMS, narrow)
     if layer_norm:
         first = _PAIRED_SPLIT_LAYER_NORM_32768 if whole == 32768 and not residual else _PAIRED_SPLIT
         return (first, narrow, wide)
