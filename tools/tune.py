@@ -130,8 +130,9 @@ def main(argv=None):
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm"],
                    help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
-    p.add_argument("--out-dtype", choices=list(DTYPES), help="forward: y in this dtype (default: --dtype), e.g. fp32 — bf16 x with fp32 y "
-                                       "spills the whole rows' register-capped tiles (ptxas, sm_90: 72-412 B)")
+    p.add_argument("--out-dtype", choices=list(DTYPES),
+                   help="forward: y in this dtype (default: --dtype), e.g. fp32; the heuristic's tile takes y's size "
+                        "(a 4-byte y spilled the register-capped whole rows: config._FWD_RELOAD_CAP)")
     p.add_argument("--residual-dtype", choices=list(DTYPES),
                    help="forward, fused add: the residual and residual_out in this dtype (default: --dtype), e.g. fp32 "
                         "(a residual kept in fp32)")

@@ -50,15 +50,16 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) split
-    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's fp32 rows of
-    65536 / 131072 in 32 parts and its 2-byte rows of 131072 / 262144 in 16 KB parts (_FWD_SPLIT_RMS);
+    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's rows of 128 KB
+    and more in parts of 16 KB of the wider of x and y, four an SM (_FWD_SPLIT_RMS);
     the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
     _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
     _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     out_element_size: bytes per element of the forward's y (0: as x's). RMSNorm's whole rows of
     65536 and its register cap want a 2-byte y (a 4-byte one spills them:
-    _FWD_WHOLE_RELOAD_RMS_2_BYTE, _FWD_RELOAD_CAP).
+    _FWD_WHOLE_RELOAD_RMS_2_BYTE, _FWD_RELOAD_CAP); its split parts are sized by y's bytes where y is
+    the wider (_FWD_SPLIT_RMS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte

@@ -46,9 +46,9 @@ _FWD_SPLIT_MIN_BYTES = 65536
 # run ZZZI's 1 × 2048 on 4 (676.3; A/B of three an SM, 2 rounds: 674.6 → 603.8), 2048×131072 582.0
 # against 620.6 and 1 × 4096 two an SM (766.2; A/B of three an SM: 729.7 → 631.2); bf16 x with a
 # 4-byte y (out_dtype fp32) in 1 × 4096 parts on 4 warps, 4 an SM: 4096×65536 479.5 against 483.9
-# on 8 warps and the column tiles' 604.8, 2048×131072 489.7 against 572.4 and 640.0; on 8 warps
-# 8192×32768 484.4 against the uncapped whole row's 516.4, 1024×262144 548.0 against 686.4 (4 warps
-# there by analogy). Session 14's 1 × 4096 parts of bf16 x and y on 8 warps, 4 an SM, ran 398-415 at
+# on 8 warps and the column tiles' 604.8, 2048×131072 489.7 against 572.4 and 640.0, 8192×32768 481.0
+# against 484.6 on 8 warps and the uncapped whole row's 516.4, 1024×262144 529.6 against 552.6 on 8
+# warps and the column tiles' 686.4 (`verify`). Session 14's 1 × 4096 parts of bf16 x and y on 8 warps, 4 an SM, ran 398-415 at
 # 131072. Not the 2-byte rows of 65536 with a 2-byte y (whole rows, below), nor LayerNorm
 # (2048×131072 532.1 against its staged tiles' 384.0). fp32 x with a 2-byte y takes fp32's parts
 # (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm)}}
@@ -76,8 +76,8 @@ _FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
 # (two an SM: 264 rows = 33 MB, whose second reads miss the 50 MB L2). Run ZZZZJ (Nsight Compute,
 # 4096×65536 bf16): DRAM read 537 MB (the minimum) in 256 µs against 657 MB in 303 µs. A/B (run
 # ZZZZK, 2 rounds, µs): bf16 4096×65536 307.7 → 256.6, 2048×65536 153.7 → 133.6, fp16 290.2 → 255.7.
-# With a 2-byte y only: a 4-byte y (out_dtype) spills it (ptxas, sm_90: 72-412 B; not timed), so those
-# rows keep the column tiles they ran on before.
+# With a 2-byte y only: a 4-byte y (out_dtype) spills it (ptxas, sm_90: 72-412 B; run ZZZZL: 874.0 µs
+# at 4096×65536 against the column tiles' 608.4), so those rows split (_FWD_SPLIT_RMS, 479.5).
 _FWD_WHOLE_RELOAD_RMS_2_BYTE = 65536
 # Forward, whole rows: ≥ 4096-element tiles; warps so each thread holds ~16 values.
 _FWD_TILE_ELEMENTS = 4096
