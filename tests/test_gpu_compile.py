@@ -8,6 +8,7 @@ tiles, split rows) and all four dtypes.
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -108,6 +109,36 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     assert " y fp32 " in four_byte and " cap " not in four_byte and " 0 B spilled" in four_byte, four_byte
     (residual,) = lines["fused_add", True]
     assert "bf16 residual fp32 N=4096 " in residual and " 0 B spilled" in residual, residual
+
+
+def _stat(line: str, what: str) -> int:
+    """The count before `what` in a tools/ptx_stats.py line (e.g. "2 bar.sync", "64 B shared")."""
+    match = re.search(r"(\d+) " + re.escape(what), line)
+    assert match, (what, line)
+    return int(match.group(1))
+
+
+def test_mixed_dtype_forward_takes_one_layout():
+    """Design change 26 (kernels/forward.py _lanes, run ZZZZN-ZZZZO): where x's and y's element sizes
+    differ (bf16 x, fp32 y) every load and store of the forward takes the layout of the widest one's
+    16-byte vectors, so no tile converts layouts through shared memory between them (before: 4-16 KB of
+    shared memory and 8 more bar.sync a tile: RMSNorm's whole row of 16384 10 bar.sync, its split parts
+    11). An fp32 residual beside bf16 x and y takes it in the split parts (the fused add's rows of
+    65536); the whole rows keep converting it (the 4-element runs lost there: 216 against 199 µs)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    lines = []
+    for family, widths, extra in (("rms", "16384,131072", ["--out-dtype", "fp32"]),
+                                  ("layer_norm", "16384", ["--out-dtype", "fp32"]),
+                                  ("fused_add", "65536", ["--residual-dtype", "fp32"])):
+        out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "fwd", "--families",
+                              family, "--widths", widths, *extra], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        lines += [line for line in out.stdout.splitlines() if line.startswith("fwd")]
+    assert len(lines) == 4, lines
+    for line in lines:
+        assert _stat(line, "B shared") <= 128 and _stat(line, "B spilled") == 0, line
+        assert _stat(line, "bar.sync") <= (5 if "layer_norm" in line else 3), line
 
 
 def test_forward_l2_hints_as_compiled():

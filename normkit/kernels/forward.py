@@ -101,6 +101,32 @@ def _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mas
 
 
 @triton.jit
+def _lanes(X, Y, RESIDUAL, RESIDUAL_OUT, HAS_RESIDUAL: tl.constexpr, STORE_RESIDUAL_OUT: tl.constexpr,
+           BLOCK_N: tl.constexpr):
+    """0 … BLOCK_N − 1, provably contiguous only in runs of one 16-byte vector of the widest row
+    element the kernel loads or stores (x, y, residual, residual_out). Triton vectorises each load
+    and store up to 16 bytes of its own element; where the widths differ (bf16 x, fp32 y: 8 and 4 a
+    thread) it converts the values' layout through shared memory between them (ptxas, sm_90: 4-16 KB
+    and 8 more bar.sync a tile). Capped at the widest element's run, every load and store takes the
+    same layout. The whole-row and column tiles pass HAS_RESIDUAL = STORE_RESIDUAL_OUT = False (x and y
+    only): an fp32 residual beside bf16 x and y in 4-element runs lost there (run ZZZZN, fused add
+    4096×16384: 216.3 µs against 199.6 converting) and won in the split parts (4096×65536: 978.9
+    against 1071.8)."""
+    X_BITS: tl.constexpr = X.dtype.element_ty.primitive_bitwidth
+    Y_BITS: tl.constexpr = Y.dtype.element_ty.primitive_bitwidth
+    R_BITS: tl.constexpr = RESIDUAL.dtype.element_ty.primitive_bitwidth if HAS_RESIDUAL else X_BITS
+    H_BITS: tl.constexpr = RESIDUAL_OUT.dtype.element_ty.primitive_bitwidth if STORE_RESIDUAL_OUT else X_BITS
+    XY: tl.constexpr = X_BITS if X_BITS > Y_BITS else Y_BITS
+    RH: tl.constexpr = R_BITS if R_BITS > H_BITS else H_BITS
+    WIDEST: tl.constexpr = XY if XY > RH else RH
+    lanes = tl.arange(0, BLOCK_N)
+    if X_BITS != WIDEST or Y_BITS != WIDEST or R_BITS != WIDEST or H_BITS != WIDEST:
+        VEC: tl.constexpr = 128 // WIDEST
+        lanes = (lanes // VEC) * VEC + lanes % VEC
+    return lanes
+
+
+@triton.jit
 def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS,
                 stride_x_row, stride_x_col, stride_res_row, stride_res_col, stride_y_row, stride_res_out_row,
                 eps, weight_offset, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_RMS_NORM: tl.constexpr,
@@ -120,7 +146,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     part = pid % parts
     group = pid // parts
     groups = tl.num_programs(0) // parts
-    cols = part * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = part * BLOCK_N + _lanes(X, Y, RESIDUAL, RESIDUAL_OUT, HAS_RESIDUAL, STORE_RESIDUAL_OUT, BLOCK_N)
     col_mask = cols < N
     num_row_blocks = tl.cdiv(M, BLOCK_M)
     zeros = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
@@ -208,7 +234,7 @@ def norm_fwd_kernel(
     y_rows = rows64[:, None] * stride_y_row
     res_out_rows = rows64[:, None] * stride_res_out_row
     w_rows = (rows % HEADS).to(tl.int64)[:, None] * N
-    cols = tl.arange(0, BLOCK_N)
+    cols = _lanes(X, Y, RESIDUAL, RESIDUAL_OUT, False, False, BLOCK_N)  # x and y only (_lanes)
 
     # ---- statistics
     if ONE_TILE:
