@@ -613,10 +613,30 @@ def test_register_cap_wants_a_two_byte_y():
                 assert config.one_tile and config.reload and config.max_registers == cap, (n, out_size, config)
 
 
+def test_layer_norm_forward_split_follows_x_and_y():
+    """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP) split in 16 KB
+    parts of x on 4 warps under a 128-register cap, four an SM — bf16 x with either y, fp32 x with an
+    fp32 y — but not fp32 x with a 2-byte y (not measured), a residual, several weight heads, or parts
+    that do not all fit one an SM: those keep the staged 16 KB column tiles."""
+    staged = {2: cfg.TileConfig(1, 8192, False, 16, column_stages=3), 4: cfg.TileConfig(1, 4096, False, 16, column_stages=3)}
+    for n, size, out_size, residual, heads, sms in itertools.product(
+            (100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
+        config = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual, layer_norm=True,
+                                 element_size=size, out_element_size=out_size)
+        block_n = 16384 // size
+        split = ((size == 2 or out_size == 4) and not residual and heads == 1 and cfg.cdiv(n, block_n) <= sms
+                 and (size == 2 or n <= 131072))
+        expected = (cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128) if split
+                    else staged[size])
+        assert config == expected, (n, size, out_size, residual, heads, sms, config)
+
+
 def test_wide_rows_take_their_family_s_tiles():
     """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
     column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows
-    of 65536 without a residual: 16384-column tiles read three times, run ZZZ); the fused
+    of 65536 without a residual: 16384-column tiles read three times, run ZZZ; its rows of 256 KB and
+    more of one head without a residual — bf16 131072 / 262144, fp32 65536 / 131072 — split in 16 KB parts
+    on 4 warps capped at 128 registers, four an SM, runs ZZZZN-ZZZZP); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
     part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in
     1 × 4096 on 8 warps, four an SM (run ZZZZM) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
@@ -638,6 +658,9 @@ def test_wide_rows_take_their_family_s_tiles():
                               layer_norm=layer_norm, element_size=size)
         if layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
+        elif (layer_norm and not residual and heads == 1 and sms
+              and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072))):
+            expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128)
         elif layer_norm:  # 16 KB tiles, 8 KB parts
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
