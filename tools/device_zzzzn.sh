@@ -44,7 +44,25 @@
 #   equal DRAM bytes (~1.0× the minimum both); checks 0 failed / 0 errors; the fused add ±3 % (the bytes in flight above); LayerNorm's
 #   16 KB parts −0 to −10 % against its 8-warp split, still ≥ its staged tiles (its loss is not the
 #   part size alone: unexplained, see BENCHMARKS "Session 21's standing").
-# Outcome: (fill in after the run)
+# Outcome (session 22): `checks` — check-mode tests 80 passed, 0 failed, 41/41 backward configurations
+#   (80 launches); memcheck of the backward's split parts at their narrowest widths 40 runs, 0 errors.
+#   `sweep` (µs; the heuristic first): the fused add 4096×65536 594.0 (1 × 4096 on 8) against 719.7 (1 ×
+#   8192 on 4), 604.2 (1 × 4096 on 4); 2048×131072 601.8 against 705.2 / 613.9 — kept; fp32 4096×65536
+#   1161.8 (1 × 2048) against 1270.8 (1 × 4096) — kept. LayerNorm 2048×131072: staged 382.8, 1 × 8192 on
+#   4 411.5, 1 × 4096 on 4 426.8, on 8 three an SM 533.1; 1024×262144: staged 401.4, **1 × 8192 on 4
+#   338.9**, 508.9, 401.5 — the prediction (−0 to −10 % against the 8-warp split) held at 262144, the
+#   staged tiles lost there. `ncu` (2048×131072): RMSNorm's split 295 µs, DRAM read 558 MB, 75 %
+#   throughput, 24 % achieved occupancy; LayerNorm's split on 8 warps 524 µs, 541 MB, 42 %, 23 %; on 4
+#   warps 407 µs, 542 MB, 54 %, **17.7 %** (135 registers: three an SM), long scoreboard 2.6 of 6.0 cycles
+#   an issue, barrier 0.42; the staged tiles 376 µs, **1.01 GB read** (2.0× the minimum), 84 %, 69 %
+#   occupancy. The prediction (barrier-bound at equal bytes) wrong: equal bytes, but latency-bound at
+#   three an SM, barriers 0.4-0.8 → the 128-register cap (run ZZZZO). `ymix` (2 rounds, µs, main → the
+#   patch): RMSNorm bf16 → fp32 y 4096×16384 100.8 → 101.1, 8192×32768 474.8 → 462.7, 4096×65536 475.4 →
+#   467.0, 2048×131072 488.8 → 451.8; the fused add → fp32 y 4096×16384 163.8 → 163.5, 4096×65536 764.0 →
+#   730.8; LayerNorm → fp32 y 4096×16384 111.3 → 99.1, 2048×131072 649.5 → 549.5; the fused add fp32 x →
+#   bf16 y 232.3 → 228.1; an fp32 residual beside bf16 x, y: 16384×4096 194.3 → 192.5, **4096×16384 199.5
+#   → 216.3 (+8 %)**, 4096×65536 1071.8 → 978.9; the control ±0.4. Prediction −3 to −10 %: −2 to −15 %
+#   on 10 of 12, +8 % on the fp32 residual's whole row → forward-lanes-xy.patch (run ZZZZO).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?checks, sweep, ncu or ymix} in
