@@ -270,7 +270,7 @@ def norm_bwd_kernel(
                 sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
             else:  # both sums in one reduction (one round of cross-warp exchanges)
                 sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
-            publish_row_sums(XCHG, group, t, part, h_c, mask, sum_gh, sum_g,
+            publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g,
                              IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM)
 
             # ---- the previous block: its rows' sums, then dh and the parameter partials

@@ -160,7 +160,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                     COMPUTE_DTYPE, "evict_last")
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
-        publish_row_sums(XCHG, group, t, part, h, mask, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
+        publish_row_sums(XCHG, group, t, part, h, mask, N, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
                          COMPUTE_DTYPE)
         # ---- block t − 1: the row's statistics from every part, then y from its columns again
         rows = (group + (t - 1) * groups) * BLOCK_M + tl.arange(0, BLOCK_M)

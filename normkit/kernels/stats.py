@@ -71,7 +71,7 @@ def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
 
 
 @triton.jit
-def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
+def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
                      SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True):
     """Publish this part's row sums of one row block (the group's `iteration`-th) to its partners.
@@ -80,8 +80,9 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
     (Σ(g·h), Σg, local mean, local M2), word plane, part, row. Each value is written as words
     tagged iteration + 1 (`_send`), so a reader knows from the words alone that they are this
     round's: no counter, no fence (a release would wait for the prefetched loads in flight).
-    Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k columns
-    (RMSNorm: s₂ = Σh²); `await_row_sums` merges them. Without SUM_G, Σg is neither sent nor
+    Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k = min(N − k·BLOCK_N,
+    BLOCK_N) columns (RMSNorm: s₂ = Σh²) — n_k counted from N, not reduced from the mask (one block
+    reduction fewer a part: design change 27); `await_row_sums` merges them. Without SUM_G, Σg is neither sent nor
     awaited (RMSNorm's backward: its dh has no Σg term).
 
     Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
@@ -99,7 +100,8 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, sum_gh, sum_g,
         if IS_RMS_NORM:
             _send(slot + 6 * SPAN, tl.sum(h * h, axis=1), tag, SPAN, COMPUTE_DTYPE)
         else:
-            n_k = tl.maximum(tl.sum(mask.to(COMPUTE_DTYPE), axis=1), 1.0)
+            BLOCK_N: tl.constexpr = h.shape[1]
+            n_k = tl.minimum(N - part * BLOCK_N, BLOCK_N).to(COMPUTE_DTYPE)  # its columns: no reduction
             local_mean = tl.sum(h, axis=1) / n_k
             d = tl.where(mask, h - local_mean[:, None], 0.0)
             _send(slot + 4 * SPAN, local_mean, tag, SPAN, COMPUTE_DTYPE)
