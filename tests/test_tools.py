@@ -51,7 +51,8 @@ def test_launch_tile_refuses_a_malformed_tile(capsys):
 
 
 def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
-    """tools/tune.py: --out-dtype is the forward's only, --residual-dtype the fused add's forward's,
+    """tools/tune.py: --out-dtype is the forward's only, --residual-dtype the fused add's forward's (RMSNorm's or
+    LayerNorm's with --residual, which is LayerNorm's only), --recompute the backward's,
     and every dtype is one of its names — each refused with argparse's message (exit status 2),
     before any CUDA call."""
     tune = _tool("tune")
@@ -63,6 +64,16 @@ def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
         tune.main(["--kind", "fwd", "--family", "rms", "--residual-dtype", "fp32"])
     assert stop.value.code == 2
     assert "--residual-dtype is the fused add's forward's, got --kind fwd --family rms" in capsys.readouterr().err
+    for argv, message in ((["--kind", "fwd", "--family", "rms", "--residual"],
+                           "--residual is LayerNorm's (RMSNorm's fused add is --family fused_add), got --family rms"),
+                          (["--kind", "fwd", "--family", "layer_norm", "--recompute"],
+                           "--recompute is the backward's (the forward computes the statistics), got --kind fwd"),
+                          (["--kind", "bwd", "--family", "layer_norm", "--residual", "--residual-dtype", "fp32"],
+                           "--residual-dtype is the fused add's forward's, got --kind bwd --family layer_norm")):
+        with pytest.raises(SystemExit) as stop:
+            tune.main(argv)
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err
     for flag in ("--dtype", "--out-dtype", "--weight-dtype", "--residual-dtype"):
         with pytest.raises(SystemExit) as stop:
             tune.main(["--kind", "fwd", flag, "float32"])

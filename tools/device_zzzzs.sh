@@ -7,13 +7,16 @@
 #    4096×16384 backward ≈ 160; everything else within run-to-run spread (±1-3 %) of run ZZZZM.
 #  - `bash tools/device_zzzzs.sh lnsweep` (~4 min, tools/tune.py --kind fwd --config, µs, the heuristic
 #    first): LayerNorm's split parts where not measured — fp32 1024×262144 (staged 801 µs = 64 % in run
-#    ZZZZQ; 64 parts of 1 × 4096 fit 132 SMs), fp32 x with a bf16 y at 65536 / 131072 (the fused
-#    LayerNorm — a residual — needs a family of its own in tools/tune.py first: not here); then Nsight
+#    ZZZZQ; 64 parts of 1 × 4096 fit 132 SMs), fp32 x with a bf16 y at 65536 / 131072, the fused
+#    LayerNorm (tools/tune.py --residual, new in session 22) at 65536 / 131072 in the fused add's 8 KB
+#    parts on 8 warps and LayerNorm's 16 KB on 4 capped, against its staged tiles; then Nsight
 #    Compute on the capped LayerNorm parts at bf16 2048×131072 (what still keeps them at 73 % where
 #    RMSNorm's reach 85 %).
 #    Count: fp32 262144 in 1 × 4096 parts: 64 parts a row, 132 × 4 / 64 = 8 rows in flight, 8 MB — the
 #    L2 regime.
-#    Prediction: fp32 262144 −15 to −25 % (as fp32 131072: 785.9 → 606.2); fp32 x / bf16 y −10 to −20 %.
+#    Prediction: fp32 262144 −15 to −25 % (as fp32 131072: 785.9 → 606.2); fp32 x / bf16 y −10 to −20 %;
+#    the fused LayerNorm ±10 % (a part reads x and the residual: twice the bytes in flight, as the fused
+#    add's 16 KB parts lost to its 8 KB ones).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -22,7 +25,9 @@ grid)
   side_by_side 480; tail -5 "$OUT/bench.log" ;;
 lnsweep)
   { tune_sweep fwd layer_norm fp32 1024x262144 60 1x4096:4:split:p4:r128 1x4096:8:split:p4
-    TUNE_ARGS="--out-dtype bf16" tune_sweep fwd layer_norm fp32 4096x65536,2048x131072 60 1x4096:4:split:p4:r128; } \
+    TUNE_ARGS="--out-dtype bf16" tune_sweep fwd layer_norm fp32 4096x65536,2048x131072 60 1x4096:4:split:p4:r128
+    TUNE_ARGS="--residual" tune_sweep fwd layer_norm bf16 4096x65536,2048x131072 60 1x4096:8:split:p4 \
+        1x8192:4:split:p4:r128; } \
     | tee "$L/lnsweep.log"
   ncu_stalls fwd ln_split_capped_131072 --family layer_norm --shape 2048x131072
   ncu_stalls fwd rms_split_131072 --family rms --shape 2048x131072 ;;

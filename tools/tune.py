@@ -136,6 +136,11 @@ def main(argv=None):
     p.add_argument("--residual-dtype", choices=list(DTYPES),
                    help="forward, fused add: the residual and residual_out in this dtype (default: --dtype), e.g. fp32 "
                         "(a residual kept in fp32)")
+    p.add_argument("--residual", action="store_true",
+                   help="--family layer_norm: the fused LayerNorm (a residual added, h stored; the backward reads "
+                        "dresidual_out), as --family fused_add is RMSNorm's")
+    p.add_argument("--recompute", action="store_true",
+                   help="backward: recompute the statistics from x (rstd / mean not passed) instead of reading them")
     p.add_argument("--weight-dtype", choices=list(DTYPES), help="the weight (and bias) in this dtype (default: --dtype), e.g. fp32")
     p.add_argument("--ppsm", default="1,2,4,8")
     p.add_argument("--json")
@@ -168,8 +173,14 @@ def main(argv=None):
     if out_dtype != dtype and args.kind != "fwd":
         p.error(f"--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind {args.kind}")
     res_dtype = DTYPES[args.residual_dtype or args.dtype]
-    if args.residual_dtype and (args.kind, args.family) != ("fwd", "fused_add"):
+    if args.residual and args.family != "layer_norm":
+        p.error(f"--residual is LayerNorm's (RMSNorm's fused add is --family fused_add), got --family {args.family}")
+    fused = args.family == "fused_add" or args.residual  # a residual read (forward) / dresidual_out (backward)
+    if args.residual_dtype and not (args.kind == "fwd" and fused):
         p.error(f"--residual-dtype is the fused add's forward's, got --kind {args.kind} --family {args.family}")
+    if args.recompute and args.kind != "bwd":
+        p.error(f"--recompute is the backward's (the forward computes the statistics), got --kind {args.kind}")
+    family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
@@ -178,10 +189,10 @@ def main(argv=None):
     side = torch.cuda.Stream()
     for shape in args.shapes.split(","):
         m, n = map(int, shape.split("x"))
-        nbytes = min_bytes(args.kind, m, n, dtype.itemsize, args.family)
+        nbytes = min_bytes(args.kind, m, n, dtype.itemsize, "fused_add" if fused else args.family)
         if args.kind == "fwd":  # y's bytes in its own dtype (min_bytes counts x's for every tensor)
             nbytes += m * n * (out_dtype.itemsize - dtype.itemsize)
-            if args.family == "fused_add":  # the residual read and residual_out written in their own dtype
+            if fused:  # the residual read and residual_out written in their own dtype
                 nbytes += 2 * m * n * (res_dtype.itemsize - dtype.itemsize)
         sets = input_sets_needed(nbytes)
         g = torch.Generator(device=dev).manual_seed(0)
@@ -195,9 +206,9 @@ def main(argv=None):
         # fused add: dresidual_out is a tensor of its own (reusing another set's dy would be read
         # from L2 and overstate the bandwidth: run I measured 104 % of copy that way)
         dres = ([torch.randn(m, n, device=dev, dtype=res_dtype if args.kind == "fwd" else dtype, generator=g)
-                 for _ in range(sets)] if args.family == "fused_add" else [None] * sets)
+                 for _ in range(sets)] if fused else [None] * sets)
         outs = [torch.empty_like(x, dtype=out_dtype if args.kind == "fwd" else dtype) for x in xs]
-        res_outs = [torch.empty_like(x, dtype=res_dtype) for x in xs] if args.family == "fused_add" else [None] * sets
+        res_outs = [torch.empty_like(x, dtype=res_dtype) for x in xs] if fused else [None] * sets
         dw = torch.empty_like(w)
         db = torch.empty_like(w) if not rms else None
 
@@ -211,11 +222,12 @@ def main(argv=None):
                                                    rstd=rstds[i], eps=1e-6, is_rms_norm=rms,
                                                    config=config) for i in range(sets)]
             return [lambda i=i: ops.launch_bwd(xs[i], dys[i], outs[i], weight=w, dweight=dw, dbias=db,
-                                               dresidual_out=dres[i], mean=means[i], rstd=rstds[i], eps=1e-6,
+                                               dresidual_out=dres[i], mean=None if args.recompute else means[i],
+                                               rstd=None if args.recompute else rstds[i], eps=1e-6,
                                                is_rms_norm=rms, config=config) for i in range(sets)]
 
         default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
-                                  residual=args.family == "fused_add", layer_norm=args.family == "layer_norm",
+                                  residual=fused, layer_norm=args.family == "layer_norm",
                                   element_size=dtype.itemsize,
                                   out_element_size=out_dtype.itemsize if args.kind == "fwd" else 0)
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
@@ -255,10 +267,10 @@ def main(argv=None):
                     ok = torch.allclose(outs[0].float(), ref.float(), rtol=2e-2, atol=2e-2)
                     t = graph_time(fns)
                 most = cfg.cdiv(row_blocks, programs)
-                print(f"{shape} {args.dtype} {args.family} bwd {default} grid {spec}={programs} "
+                print(f"{shape} {args.dtype} {family} bwd {default} grid {spec}={programs} "
                       f"({row_blocks} row blocks: {row_blocks - (most - 1) * programs} programs run {most}): "
                       f"{t * 1e6:.1f} us ({100 * nbytes / t / bw:.0f}%) ok={ok}", flush=True)
-                results.append(dict(shape=shape, dtype=args.dtype, family=args.family, grid=spec, programs=programs,
+                results.append(dict(shape=shape, dtype=args.dtype, family=family, grid=spec, programs=programs,
                                     us=t * 1e6, ok=ok))
             continue
         with torch.cuda.stream(side):
@@ -280,14 +292,14 @@ def main(argv=None):
         t_def = next(r[0] for r in rows if r[1] == default) if any(r[1] == default for r in rows) else float("nan")
         best = rows[0]
         pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
-        print(f"{shape} {args.dtype} {args.family} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%)  "
+        print(f"{shape} {args.dtype} {family} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%)  "
               f"best {best[0] * 1e6:.1f} us ({pct(best[0]):.0f}%) {best[1]} ok={best[2]}", flush=True)
         for t, c, ok in rows[1:6]:
             print(f"    {t * 1e6:.1f} us ({pct(t):.0f}%) {c} ok={ok}")
         bad = [str(c) for t, c, ok in rows if not ok]
         if bad:
             print(f"    MISMATCH vs heuristic: {bad}")
-        results.append(dict(shape=shape, dtype=args.dtype, family=args.family, kind=args.kind, heuristic_us=t_def * 1e6,
+        results.append(dict(shape=shape, dtype=args.dtype, family=family, kind=args.kind, heuristic_us=t_def * 1e6,
                             rows=[dict(us=t * 1e6, pct=pct(t), config=c.__dict__, ok=ok) for t, c, ok in rows]))
         del xs, dys, outs, rstds, means, stats, dres
         torch.cuda.empty_cache()
