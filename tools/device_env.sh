@@ -118,6 +118,15 @@ patched_copy() {
   done
 }
 
+# fwd_heuristic_in DIR TUNE_ARGS...: the forward heuristic's time in the build in DIR (tools/tune.py --kind
+# fwd --each, importing DIR's normkit), each line prefixed with DIR's name — one arm of an A/B of builds.
+fwd_heuristic_in() {
+  local dir=$1
+  shift
+  (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
+      | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
+}
+
 # ncu_stalls KIND NAME LAUNCH_TILE_ARGS...: Nsight Compute on one launch of the KIND (fwd / bwd) kernel
 # that tools/launch_tile.py makes (its third launch): time, DRAM bytes and throughput, occupancy and the
 # warp-stall reasons of ≥ 0.05 warps an issue, largest first; the whole report in $L/ncu_NAME.log.

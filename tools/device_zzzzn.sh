@@ -69,24 +69,19 @@ case ${1:?checks, sweep, ncu or ymix} in
 ymix)
   N=/tmp/ab/new
   patched_copy $N docs/experiments/forward-lanes-widest.patch
-  arm() {  # dir, tune.py arguments: the heuristic's time in that build (tune.py imports normkit from PYTHONPATH)
-    local dir=$1; shift
-    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
-        | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
-  }
   for round in 1 2; do
     for dir in "$PWD" "$N"; do
       [ $round = 1 ] && (cd "$dir" && PYTHONPATH=/tmp/site:$dir python3 -c "import normkit; print('imports', normkit.__file__)")
-      arm "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x16384,8192x32768,4096x65536,2048x131072 \
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x16384,8192x32768,4096x65536,2048x131072 \
           --config 1x16384:32:col
-      arm "$dir" --family fused_add --dtype bf16 --out-dtype fp32 --shapes 4096x16384,4096x65536 --config 1x16384:32:col
-      arm "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
-      arm "$dir" --family fused_add --dtype fp32 --out-dtype bf16 --shapes 4096x16384 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family fused_add --dtype bf16 --out-dtype fp32 --shapes 4096x16384,4096x65536 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family fused_add --dtype fp32 --out-dtype bf16 --shapes 4096x16384 --config 1x16384:32:col
       # a residual kept in fp32 beside bf16 x and y (prenorm training's residual_in_fp32)
-      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 16384x4096 --config 1x4096:16:reload
-      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 4096x16384,4096x65536 \
+      fwd_heuristic_in "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 16384x4096 --config 1x4096:16:reload
+      fwd_heuristic_in "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 4096x16384,4096x65536 \
           --config 1x16384:32:col
-      arm "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
     done
   done | tee "$L/ymix.log" ;;
 ncu)

@@ -35,18 +35,13 @@ lab)
     | tee "$L/lnsweep.log"
   N=/tmp/ab/new
   patched_copy $N docs/experiments/forward-lanes-xy.patch
-  arm() {  # dir, tune.py arguments: the heuristic's time in that build
-    local dir=$1; shift
-    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
-        | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
-  }
   for round in 1 2; do
     for dir in "$PWD" "$N"; do
-      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 16384x4096,4096x16384,4096x65536 \
+      fwd_heuristic_in "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 16384x4096,4096x16384,4096x65536 \
           --config 1x16384:32:col
-      arm "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
-      arm "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
-      arm "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # same dtype: control
     done
   done | tee "$L/ab.log"
   (cd $N && PYTHONPATH=/tmp/site:$N L=$L TESTS_LOG=tests_patched checked_tests 200 tests/test_properties.py \

@@ -30,19 +30,14 @@ verify)
   B=/tmp/ab/base
   mkdir -p $B && cp -r normkit tools tests pyproject.toml $B/ && (cd $B && patch -R -p1 -s < "$OLDPWD/docs/experiments/forward-ln-split-lanes.patch") \
       || echo "base: reverse patch failed"
-  arm() {  # dir, tune.py arguments: the heuristic's time in that build
-    local dir=$1; shift
-    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
-        | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
-  }
   for round in 1 2; do
     for dir in $B "$PWD"; do
-      arm "$dir" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 --config 1x16384:32:col
-      arm "$dir" --family layer_norm --dtype fp32 --shapes 4096x65536 --config 1x16384:32:col
-      arm "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
-      arm "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 2048x131072 --config 1x16384:32:col
-      arm "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 4096x65536 --config 1x16384:32:col
-      arm "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # control
+      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype fp32 --shapes 4096x65536 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --out-dtype fp32 --shapes 4096x16384,2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --out-dtype fp32 --shapes 2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family fused_add --dtype bf16 --residual-dtype fp32 --shapes 4096x65536 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family rms --dtype bf16 --shapes 4096x65536 --config 1x16384:32:col  # control
     done
   done | tee "$L/ab.log"
   { tune_sweep fwd layer_norm fp32 2048x131072 50 1x4096:4:split:p4:r128 1x4096:8:split:p4

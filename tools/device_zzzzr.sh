@@ -19,15 +19,10 @@ case ${1:?nk} in
 nk)
   N=/tmp/ab/new
   patched_copy $N docs/experiments/split-part-columns.patch
-  arm() {  # dir, tune.py arguments: the heuristic's time in that build
-    local dir=$1; shift
-    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
-        | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
-  }
   for round in 1 2; do
     for dir in "$PWD" "$N"; do
-      arm "$dir" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144 --config 1x16384:32:col
-      arm "$dir" --family layer_norm --dtype fp32 --shapes 4096x65536,2048x131072 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144 --config 1x16384:32:col
+      fwd_heuristic_in "$dir" --family layer_norm --dtype fp32 --shapes 4096x65536,2048x131072 --config 1x16384:32:col
     done
   done | sed -E 's/ best .*//' | tee "$L/ab.log" ;;
 esac
