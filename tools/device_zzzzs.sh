@@ -17,10 +17,29 @@
 #    Prediction: fp32 262144 −15 to −25 % (as fp32 131072: 785.9 → 606.2); fp32 x / bf16 y −10 to −20 %;
 #    the fused LayerNorm ±10 % (a part reads x and the residual: twice the bytes in flight, as the fused
 #    add's 16 KB parts lost to its 8 KB ones).
+#  - `bash tools/device_zzzzs.sh rc` (~2 min): design change 27's other half — the recomputing backward
+#    (tools/tune.py --kind bwd --recompute, new) before it (docs/experiments/split-part-columns.patch
+#    reversed) and with it, 2 rounds: LayerNorm bf16 4096×16384 / 2048×131072, fp32 4096×65536. Count:
+#    the 2 × 2048 parts 20 → 17 bar.sync, 91 → 79 shfl.sync. Prediction: −0 to −3 % (the parts are close
+#    to issue-bound: ~1000 instructions a thread a row block, 3 of 20 barriers gone).
 # Outcome: (fill in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?grid or lnsweep} in
+case ${1:?grid, lnsweep or rc} in
+rc)
+  B=/tmp/ab/base
+  mkdir -p $B && cp -r normkit tools tests pyproject.toml $B/ \
+      && (cd $B && patch -R -p1 -s < "$OLDPWD/docs/experiments/split-part-columns.patch") || echo "base: reverse patch failed"
+  for round in 1 2; do
+    for dir in $B "$PWD"; do
+      for dtype_shapes in "bf16 4096x16384,2048x131072" "fp32 4096x65536"; do
+        set -- $dtype_shapes
+        (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind bwd --recompute --family layer_norm \
+            --dtype $1 --shapes $2 --each --config 2x2048:4:split:pf:p2 2>&1 | grep -E "heuristic|Error" \
+            | sed -E "s|^|$(basename "$dir") |; s/ best .*//")
+      done
+    done
+  done | tee "$L/rc.log" ;;
 grid)
   side_by_side 480; tail -5 "$OUT/bench.log" ;;
 lnsweep)
