@@ -59,8 +59,8 @@ _FWD_SPLIT_RMS = {
     (2, 2): {whole: (1, 8192, 4, 4) for whole in (131072, 262144)},
     (2, 4): {whole: (1, 4096, 4, 4) for whole in (32768, 65536, 131072, 262144)},
 }
-# LayerNorm's rows of 256 KB and more without a residual (one weight head) split too, in parts of
-# 16 KB of x on 4 warps, four an SM under a 128-register cap (ptxas, sm_90, bf16 1 × 8192: 135 registers
+# LayerNorm's rows of 256-512 KB without a residual (one weight head: bf16 131072 / 262144, fp32 65536 /
+# 131072) split too, in parts of 16 KB of x on 4 warps, four an SM under a 128-register cap (ptxas, sm_90, bf16 1 × 8192: 135 registers
 # uncapped, so only three fit). Nsight Compute (run ZZZZN, bf16 2048×131072): the parts read the
 # minimum 541 MB against the staged tiles' 1.01 GB, but three an SM issue at 17.7 % achieved
 # occupancy (long-scoreboard stalls) — 407 µs against 376. Sweeps (tools/tune.py --kind fwd --config,
