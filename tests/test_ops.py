@@ -614,10 +614,11 @@ def test_register_cap_wants_a_two_byte_y():
 
 
 def test_layer_norm_forward_split_follows_x_and_y():
-    """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP) split in 16 KB
-    parts of x on 4 warps under a 128-register cap, four an SM — bf16 x with either y, fp32 x with an
-    fp32 y — but not fp32 x with a 2-byte y (not measured), a residual, several weight heads, or parts
-    that do not all fit one an SM: those keep the staged 16 KB column tiles."""
+    """LayerNorm's forward rows of 256-512 KB (design change 25, runs ZZZZN-ZZZZP) split in 16 KB parts
+    of x on 4 warps under a 128-register cap, four an SM — bf16 x with either y at 131072 / 262144, fp32
+    x with an fp32 y at 65536 / 131072 — but not fp32 x with a 2-byte y or fp32 rows of 262144 (not
+    measured), a residual, several weight heads, or parts that do not all fit one an SM: those keep the
+    staged 16 KB column tiles."""
     staged = {2: cfg.TileConfig(1, 8192, False, 16, column_stages=3), 4: cfg.TileConfig(1, 4096, False, 16, column_stages=3)}
     for n, size, out_size, residual, heads, sms in itertools.product(
             (100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
