@@ -48,33 +48,34 @@ _FWD_SPLIT_MIN_BYTES = 65536
 # 4-byte y (out_dtype fp32) in 1 × 4096 parts on 4 warps, 4 an SM: 4096×65536 479.5 against 483.9
 # on 8 warps and the column tiles' 604.8, 2048×131072 489.7 against 572.4 and 640.0, 8192×32768 481.0
 # against 484.6 on 8 warps and the uncapped whole row's 516.4, 1024×262144 529.6 against 552.6 on 8
-# warps and the column tiles' 686.4 (`verify`). Session 14's 1 × 4096 parts of bf16 x and y on 8 warps, 4 an SM, ran 398-415 at
-# 131072. Not the 2-byte rows of 65536 with a 2-byte y (whole rows, below), nor LayerNorm
+# warps and the column tiles' 686.4 (`verify`). Session 14's 1 × 4096 parts of bf16 x and y on 8
+# warps, 4 an SM, ran 398-415 at 131072. Not the 2-byte rows of 65536 with a 2-byte y (whole rows, below), nor LayerNorm
 # (2048×131072 532.1 against its staged tiles' 384.0). fp32 x with a 2-byte y takes fp32's parts
-# (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm)}}
-_FWD_SPLIT_RMS_4_BYTE = {whole: (1, 4096, 8, 4) for whole in (65536, 131072)}
+# (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm,
+# max_registers)}}
+_FWD_SPLIT_RMS_4_BYTE = {whole: (1, 4096, 8, 4, 0) for whole in (65536, 131072)}
 _FWD_SPLIT_RMS = {
     (4, 4): _FWD_SPLIT_RMS_4_BYTE,
     (4, 2): _FWD_SPLIT_RMS_4_BYTE,
-    (2, 2): {whole: (1, 8192, 4, 4) for whole in (131072, 262144)},
-    (2, 4): {whole: (1, 4096, 4, 4) for whole in (32768, 65536, 131072, 262144)},
+    (2, 2): {whole: (1, 8192, 4, 4, 0) for whole in (131072, 262144)},
+    (2, 4): {whole: (1, 4096, 4, 4, 0) for whole in (32768, 65536, 131072, 262144)},
 }
 # LayerNorm's rows of 256-512 KB without a residual (one weight head: bf16 131072 / 262144, fp32 65536 /
-# 131072) split too, in parts of 16 KB of x on 4 warps, four an SM under a 128-register cap (ptxas, sm_90, bf16 1 × 8192: 135 registers
-# uncapped, so only three fit). Nsight Compute (run ZZZZN, bf16 2048×131072): the parts read the
-# minimum 541 MB against the staged tiles' 1.01 GB, but three an SM issue at 17.7 % achieved
-# occupancy (long-scoreboard stalls) — 407 µs against 376. Sweeps (tools/tune.py --kind fwd --config,
-# µs, against the staged column tiles in the same process): run ZZZZO bf16 2048×131072 348.4 capped
-# against 402.6 uncapped and 384.5 staged, 1024×262144 339.4 against 337.6 and 401.9 (run ZZZZN:
-# 338.9; 1 × 4096 on 4: 508.9; 1 × 8192 on 8, 3 an SM: 401.5), fp32 1 × 4096 4096×65536 638.6
-# against 639.1 uncapped, 728.2 on 8 warps and 762.7 staged. Not bf16 rows of 65536 (349.1 against
-# the three-read tiles' 350.7), nor a residual (the fused LayerNorm: not measured). A/B (run ZZZZP, 2
-# rounds, µs): bf16 2048×131072 385.0 → 349.4, 1024×262144 406.1 → 338.3, fp32 4096×65536 764.7 →
-# 632.4 (the control, bf16 4096×65536, ±0.4). Run ZZZZP's sweeps: fp32 2048×131072 606.2 against the
-# staged 785.9 (8 warps: 703.2); bf16 x with a 4-byte y in the same 1 × 8192 parts (32 KB of y)
-# 2048×131072 461.8 against the staged 551.0 and 1 × 4096 parts' 494.5, 1024×262144 445.2 against
-# 562.3 and 592.7. fp32 x with a 2-byte y: not measured (the staged tiles). {(x's element size, y's):
-# {whole: (block_m, block_n, num_warps, programs_per_sm, max_registers)}}
+# 131072) split too, in parts of 16 KB of x on 4 warps, four an SM under a 128-register cap (ptxas, sm_90,
+# bf16 1 × 8192: 135 registers uncapped, so only three fit). Nsight Compute (run ZZZZN, bf16 2048×131072):
+# the parts read the minimum 541 MB against the staged tiles' 1.01 GB, but three an SM issue at 17.7 %
+# achieved occupancy (long-scoreboard stalls) — 407 µs against 376. Sweeps (tools/tune.py --kind fwd
+# --config, µs, against the staged column tiles in the same process): run ZZZZO bf16 2048×131072 348.4
+# capped against 402.6 uncapped and 384.5 staged, 1024×262144 339.4 against 337.6 and 401.9 (run ZZZZN:
+# 338.9; 1 × 4096 on 4: 508.9; 1 × 8192 on 8, 3 an SM: 401.5), fp32 1 × 4096 4096×65536 638.6 against
+# 639.1 uncapped, 728.2 on 8 warps and 762.7 staged. Not bf16 rows of 65536 (349.1 against the three-read
+# tiles' 350.7), nor a residual (the fused LayerNorm: not measured). A/B (run ZZZZP, 2 rounds, µs): bf16
+# 2048×131072 385.0 → 349.4, 1024×262144 406.1 → 338.3, fp32 4096×65536 764.7 → 632.4 (the control, bf16
+# 4096×65536, ±0.4). Run ZZZZP's sweeps: fp32 2048×131072 606.2 against the staged 785.9 (8 warps: 703.2);
+# bf16 x with a 4-byte y in the same 1 × 8192 parts (32 KB of y) 2048×131072 461.8 against the staged
+# 551.0 and 1 × 4096 parts' 494.5, 1024×262144 445.2 against 562.3 and 592.7. fp32 x with a 2-byte y: not
+# measured (the staged tiles). {(x's element size, y's): {whole: (block_m, block_n, num_warps,
+# programs_per_sm, max_registers)}}
 _FWD_SPLIT_LAYER_NORM_2_BYTE = {whole: (1, 8192, 4, 4, 128) for whole in (131072, 262144)}
 _FWD_SPLIT_LAYER_NORM = {
     (2, 2): _FWD_SPLIT_LAYER_NORM_2_BYTE,
@@ -158,10 +159,11 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
-    split_layer_norm = _FWD_SPLIT_LAYER_NORM.get((element_size, out_element_size), {}).get(whole)
-    if (layer_norm and not residual and heads == 1 and split_layer_norm is not None
-            and cdiv(n, split_layer_norm[1]) <= multiprocessors):
-        block_m, block_n, warps, per_sm, cap = split_layer_norm
+    # RMSNorm's and LayerNorm's rows without a residual, one weight head: split by their tables
+    split_table = _FWD_SPLIT_LAYER_NORM if layer_norm else _FWD_SPLIT_RMS
+    split = split_table.get((element_size, out_element_size), {}).get(whole)
+    if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
+        block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap)
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
@@ -170,11 +172,6 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     block_n = part_bytes // element_size
     if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
             and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
-        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
-    split_rms = _FWD_SPLIT_RMS.get((element_size, out_element_size), {}).get(whole)
-    if (not (residual or layer_norm) and heads == 1 and split_rms is not None
-            and cdiv(n, split_rms[1]) <= multiprocessors):
-        block_m, block_n, warps, per_sm = split_rms
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if (not (residual or layer_norm) and element_size == out_element_size == 2
             and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
