@@ -82,8 +82,8 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
     round's: no counter, no fence (a release would wait for the prefetched loads in flight).
     Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k = min(N − k·BLOCK_N,
     BLOCK_N) columns (RMSNorm: s₂ = Σh²) — n_k counted from N, not reduced from the mask (one block
-    reduction fewer a part: design change 27); `await_row_sums` merges them. Without SUM_G, Σg is neither sent nor
-    awaited (RMSNorm's backward: its dh has no Σg term).
+    reduction fewer a part: design change 27); `await_row_sums` merges them. Without SUM_G, Σg is
+    neither sent nor awaited (RMSNorm's backward: its dh has no Σg term).
 
     Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
     whole block's loads and sums). It can publish t only after its wait for t − 2 saw every partner
