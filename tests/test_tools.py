@@ -63,13 +63,15 @@ def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
     with pytest.raises(SystemExit) as stop:
         tune.main(["--kind", "fwd", "--family", "rms", "--residual-dtype", "fp32"])
     assert stop.value.code == 2
-    assert "--residual-dtype is the fused add's forward's, got --kind fwd --family rms" in capsys.readouterr().err
+    assert ("--residual-dtype is a fused forward's (--family fused_add, or layer_norm --residual), got --kind fwd "
+            "--family rms" in capsys.readouterr().err)
     for argv, message in ((["--kind", "fwd", "--family", "rms", "--residual"],
                            "--residual is LayerNorm's (RMSNorm's fused add is --family fused_add), got --family rms"),
                           (["--kind", "fwd", "--family", "layer_norm", "--recompute"],
                            "--recompute is the backward's (the forward computes the statistics), got --kind fwd"),
                           (["--kind", "bwd", "--family", "layer_norm", "--residual", "--residual-dtype", "fp32"],
-                           "--residual-dtype is the fused add's forward's, got --kind bwd --family layer_norm")):
+                           "--residual-dtype is a fused forward's (--family fused_add, or layer_norm --residual), "
+                           "got --kind bwd --family layer_norm --residual")):
         with pytest.raises(SystemExit) as stop:
             tune.main(argv)
         assert stop.value.code == 2
@@ -79,6 +81,22 @@ def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
             tune.main(["--kind", "fwd", flag, "float32"])
         assert stop.value.code == 2
         assert f"argument {flag}: invalid choice: 'float32'" in capsys.readouterr().err
+
+
+def test_ptx_stats_refuses_flags_of_the_other_kind(capsys):
+    """tools/ptx_stats.py: --out-dtype / --residual-dtype are the forward's (the latter the fused add's),
+    --recompute the backward's — refused with argparse's message (exit status 2) rather than ignored."""
+    ptx_stats = _tool("ptx_stats")
+    for argv, message in ((["--kind", "bwd", "--out-dtype", "fp32"],
+                           "--out-dtype and --residual-dtype are the forward's (--kind fwd), got --kind bwd"),
+                          (["--kind", "fwd", "--families", "rms,layer_norm", "--residual-dtype", "fp32"],
+                           "--residual-dtype is the fused add's (its residual's dtype), got --families rms,layer_norm"),
+                          (["--kind", "fwd", "--recompute"],
+                           "--recompute is the backward's (the forward computes the statistics), got --kind fwd")):
+        with pytest.raises(SystemExit) as stop:
+            ptx_stats.main(argv)
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 def test_tile_specs_of_the_sweep_and_ptx_stats():

@@ -135,10 +135,7 @@ def parse_tile(text):
                           reload="S" in rest and "r" in rest)
 
 
-def main() -> int:
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        print("ptx_stats: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
-        return 2
+def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--kind", choices=["fwd", "bwd"], default="bwd")
     p.add_argument("--families", default="rms,fused_add,layer_norm")
@@ -159,15 +156,24 @@ def main() -> int:
     p.add_argument("--sass", action="store_true",
                    help="also the row loop's SASS: instructions a thread an iteration and per element, by opcode "
                         "and source line")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if args.kind != "fwd" and (args.out_dtype or args.residual_dtype):
+        p.error(f"--out-dtype and --residual-dtype are the forward's (--kind fwd), got --kind {args.kind}")
+    if args.residual_dtype and "fused_add" not in args.families.split(","):
+        p.error(f"--residual-dtype is the fused add's (its residual's dtype), got --families {args.families}")
+    if args.recompute and args.kind != "bwd":
+        p.error(f"--recompute is the backward's (the forward computes the statistics), got --kind {args.kind}")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("ptx_stats: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
+        return 2
     extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
     if args.recompute:
         extra.update(RECOMPUTE_STATS=True, RSTD=None, MEAN=None)
     kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
-    if args.out_dtype and args.kind == "fwd":
+    if args.out_dtype:
         pointers["Y"] = "*" + args.out_dtype
-    if args.residual_dtype and args.kind == "fwd":
+    if args.residual_dtype:
         pointers.update(RESIDUAL="*" + args.residual_dtype, RESIDUAL_OUT="*" + args.residual_dtype)
     sizes = {"bf16": 2, "fp16": 2, "fp32": 4}
     for family in args.families.split(","):
@@ -175,7 +181,7 @@ def main() -> int:
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
                 layer_norm=family == "layer_norm", element_size=sizes[args.dtype],
-                out_element_size=sizes[args.out_dtype] if args.out_dtype and args.kind == "fwd" else 0)
+                out_element_size=sizes[args.out_dtype] if args.out_dtype else 0)
             if args.max_registers is not None:
                 config = dataclasses.replace(config, max_registers=args.max_registers)
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype),
@@ -184,8 +190,8 @@ def main() -> int:
             ptx = compiled.asm["ptx"]
             regs, spill = cc.ptxas_resources(ptx)
             shared = compiled.metadata.shared
-            y = f" y {args.out_dtype}" if args.out_dtype and args.kind == "fwd" else ""
-            y += f" residual {args.residual_dtype}" if args.residual_dtype and args.kind == "fwd" else ""
+            y = f" y {args.out_dtype}" if args.out_dtype else ""
+            y += f" residual {args.residual_dtype}" if args.residual_dtype else ""
             print(f"{args.kind} {family:10} {args.dtype}{y} N={n:<6} {config.block_m} x {config.block_n} on "
                   f"{config.num_warps:2} warps{' prefetch' if config.prefetch else ''}{' joined' if config.joined_sums else ''}{' split' if config.split else ''}"
                   f"{f' async {config.async_stages} stages' if config.async_stages else ''}"

@@ -134,7 +134,8 @@ def main(argv=None):
                    help="forward: y in this dtype (default: --dtype), e.g. fp32; the heuristic's tile takes y's size "
                         "(a 4-byte y spilled the register-capped whole rows: config._FWD_RELOAD_CAP)")
     p.add_argument("--residual-dtype", choices=list(DTYPES),
-                   help="forward, fused add: the residual and residual_out in this dtype (default: --dtype), e.g. fp32 "
+                   help="forward, fused add (or LayerNorm with --residual): the residual and residual_out in this "
+                        "dtype (default: --dtype), e.g. fp32 "
                         "(a residual kept in fp32)")
     p.add_argument("--residual", action="store_true",
                    help="--family layer_norm: the fused LayerNorm (a residual added, h stored; the backward reads "
@@ -177,7 +178,8 @@ def main(argv=None):
         p.error(f"--residual is LayerNorm's (RMSNorm's fused add is --family fused_add), got --family {args.family}")
     fused = args.family == "fused_add" or args.residual  # a residual read (forward) / dresidual_out (backward)
     if args.residual_dtype and not (args.kind == "fwd" and fused):
-        p.error(f"--residual-dtype is the fused add's forward's, got --kind {args.kind} --family {args.family}")
+        p.error(f"--residual-dtype is a fused forward's (--family fused_add, or layer_norm --residual), got "
+                f"--kind {args.kind} --family {args.family}{' --residual' if args.residual else ''}")
     if args.recompute and args.kind != "bwd":
         p.error(f"--recompute is the backward's (the forward computes the statistics), got --kind {args.kind}")
     family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
