@@ -15,10 +15,31 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_every_kernel_family_compiles_for_sm90():
+def _compiler_env() -> dict:
+    """This environment without TRITON_INTERPRET (the kernels must be JIT functions to compile), the
+    checkout first on PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_check.py")], env=env,
+    return env
+
+
+def _ptx_stats(kind: str, *args: str):
+    """tools/ptx_stats.py --kind KIND ARGS (sm_90, ptxas): its whole output and its tile lines."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", kind, *args],
+                         env=_compiler_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout, [line for line in out.stdout.splitlines() if line.startswith(kind)]
+
+
+def _stat(line: str, what: str) -> int:
+    """The count before `what` in a tools/ptx_stats.py line (e.g. "2 bar.sync", "64 B shared")."""
+    match = re.search(r"(\d+) " + re.escape(what), line)
+    assert match, (what, line)
+    return int(match.group(1))
+
+
+def test_every_kernel_family_compiles_for_sm90():
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_check.py")], env=_compiler_env(),
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     # 5 dtype/flag sets × (fwd + bwd saved/recomputed) = 15; the 3 whole-row sets also with the
@@ -41,30 +62,20 @@ def test_heuristic_tiles_as_launched_do_not_spill():
     loads): LayerNorm's and RMSNorm's backward at N = 2048 / 4096 / 8192 (LayerNorm's 1 × 8192 spilled
     4 B until its row sums were joined) and their forwards keep every
     value in registers (ptxas, sm_90). A kernel change that makes them spill fails here."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for kind in ("bwd", "fwd"):
-        out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", kind,
-                              "--families", "layer_norm,rms", "--widths", "2048,4096,8192"], env=env,
-                             capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stdout + out.stderr
-        lines = [line for line in out.stdout.splitlines() if line.startswith(kind)]
-        assert len(lines) == 6, out.stdout
-        assert all(" 0 B spilled" in line for line in lines), out.stdout
+        stdout, lines = _ptx_stats(kind, "--families", "layer_norm,rms", "--widths", "2048,4096,8192")
+        assert len(lines) == 6, stdout
+        assert all(" 0 B spilled" in line for line in lines), stdout
 
 
 def test_ptx_stats_sass_reports_the_row_loop():
     """--sass disassembles the compiled tile (nvdisasm from Triton's wheel) and reports its row
     loop: a count a thread an iteration and per element, with the loop's FMULs and source lines."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "bwd", "--families", "rms",
-                          "--widths", "1024", "--sass"], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-    loop = next(line for line in out.stdout.splitlines() if "row loop:" in line)
+    stdout, _ = _ptx_stats("bwd", "--families", "rms", "--widths", "1024", "--sass")
+    loop = next(line for line in stdout.splitlines() if "row loop:" in line)
     count, per_element = int(loop.split()[2]), float(loop.split(", ")[1].split()[0])
-    assert count > 100 and 1 < per_element < 100, out.stdout
-    assert "FMUL" in out.stdout and "backward.py:" in out.stdout, out.stdout
+    assert count > 100 and 1 < per_element < 100, stdout
+    assert "FMUL" in stdout and "backward.py:" in stdout, stdout
 
 
 def test_wide_row_tiles_spill_little():
@@ -72,18 +83,12 @@ def test_wide_row_tiles_spill_little():
     every family, bf16 and fp32, as launched (ptxas, sm_90): at most 128 B spilled a thread. The bf16
     split parts of 1 × 8192 spill 16-20 B (measured fast); fp32 rows once took those same parts and
     spilled 2.8-3.4 KB — 13-17 ms for 4096×65536 where 1.0-1.25 ms was due (runs ZZS-ZZU)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for kind, widths in (("bwd", "12000,32768,65536"), ("fwd", "65536")):
         for dtype in ("bf16", "fp32"):
-            out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", kind,
-                                  "--widths", widths, "--dtype", dtype], env=env, capture_output=True, text=True,
-                                 timeout=600)
-            assert out.returncode == 0, out.stdout + out.stderr
-            lines = [line for line in out.stdout.splitlines() if line.startswith(kind)]
-            assert len(lines) == 3 * len(widths.split(",")), out.stdout
-            spilled = [int(line.split(" B spilled")[0].rsplit(" ", 1)[1]) for line in lines]
-            assert max(spilled) <= 128, out.stdout
+            stdout, lines = _ptx_stats(kind, "--widths", widths, "--dtype", dtype)
+            assert len(lines) == 3 * len(widths.split(",")), stdout
+            spilled = [_stat(line, "B spilled") for line in lines]
+            assert max(spilled) <= 128, stdout
 
 
 def test_ptx_stats_compiles_the_forward_as_launched():
@@ -92,16 +97,11 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     whole 2-byte row of 16384 runs under the 32-register cap with a 2-byte y and uncapped with a 4-byte
     one, without spilling (a 4-byte y spilled 206 B under the cap: config._FWD_RELOAD_CAP); and the
     residual's dtype (--residual-dtype: a residual kept in fp32 beside bf16 x)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     lines = {}
     for family, widths, y in (("layer_norm", "32768,65536", []), ("rms", "16384", []),
                               ("rms", "16384", ["--out-dtype", "fp32"]),
                               ("fused_add", "4096", ["--residual-dtype", "fp32"])):
-        out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "fwd", "--families",
-                              family, "--widths", widths, *y], env=env, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stdout + out.stderr
-        lines[family, bool(y)] = [line for line in out.stdout.splitlines() if line.startswith("fwd")]
+        lines[family, bool(y)] = _ptx_stats("fwd", "--families", family, "--widths", widths, *y)[1]
     assert len(lines["layer_norm", False]) == 2 and all(" three-read" in line and " 0 B spilled" in line
                                                        for line in lines["layer_norm", False]), lines
     (two_byte,), (four_byte,) = lines["rms", False], lines["rms", True]
@@ -111,13 +111,6 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     assert "bf16 residual fp32 N=4096 " in residual and " 0 B spilled" in residual, residual
 
 
-def _stat(line: str, what: str) -> int:
-    """The count before `what` in a tools/ptx_stats.py line (e.g. "2 bar.sync", "64 B shared")."""
-    match = re.search(r"(\d+) " + re.escape(what), line)
-    assert match, (what, line)
-    return int(match.group(1))
-
-
 def test_mixed_dtype_forward_takes_one_layout():
     """Design change 26 (kernels/forward.py _lanes, run ZZZZN-ZZZZO): where x's and y's element sizes
     differ (bf16 x, fp32 y) every load and store of the forward takes the layout of the widest one's
@@ -125,16 +118,11 @@ def test_mixed_dtype_forward_takes_one_layout():
     shared memory and 8 more bar.sync a tile: RMSNorm's whole row of 16384 10 bar.sync, its split parts
     11). An fp32 residual beside bf16 x and y takes it in the split parts (the fused add's rows of
     65536); the whole rows keep converting it (the 4-element runs lost there: 216 against 199 µs)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     lines = []
     for family, widths, extra in (("rms", "16384,131072", ["--out-dtype", "fp32"]),
                                   ("layer_norm", "16384", ["--out-dtype", "fp32"]),
                                   ("fused_add", "65536", ["--residual-dtype", "fp32"])):
-        out = subprocess.run([sys.executable, str(ROOT / "tools" / "ptx_stats.py"), "--kind", "fwd", "--families",
-                              family, "--widths", widths, *extra], env=env, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stdout + out.stderr
-        lines += [line for line in out.stdout.splitlines() if line.startswith("fwd")]
+        lines += _ptx_stats("fwd", "--families", family, "--widths", widths, *extra)[1]
     assert len(lines) == 4, lines
     for line in lines:
         assert _stat(line, "B shared") <= 128 and _stat(line, "B spilled") == 0, line
@@ -146,8 +134,6 @@ def test_forward_l2_hints_as_compiled():
     pass's reads (evict_last) and drop the output pass's (evict_first); LayerNorm's column tiles
     keep the default; a whole row re-read for y (RELOAD) asks for both; one kept in registers
     (STREAM) only evict_first."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     script = (
         "import sys; sys.path.insert(0, 'tools')\n"
         "import triton.language as tl, compile_check as cc\n"
@@ -158,7 +144,7 @@ def test_forward_l2_hints_as_compiled():
         "        STORE_RESIDUAL_OUT=False, STORE_STATS=True, COMPUTE_DTYPE=tl.float32, X_HAT_DTYPE=tl.float32,\n"
         "        RELOAD=bool(reload), STREAM=bool(stream)), 8)\n"
         "    print(rms, one, reload, stream, 'evict_last' in ptx, 'evict_first' in ptx)\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=_compiler_env(), capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.split("\n")[:5] == ["1 0 0 0 True True", "0 0 0 0 False False", "1 1 1 0 True True",
