@@ -614,21 +614,26 @@ def test_register_cap_wants_a_two_byte_y():
 
 
 def test_layer_norm_forward_split_follows_x_and_y():
-    """LayerNorm's forward rows of 256-512 KB (design change 25, runs ZZZZN-ZZZZP) split in 16 KB parts
-    of x on 4 warps under a 128-register cap, four an SM — bf16 x with either y at 131072 / 262144, fp32
-    x with an fp32 y at 65536 / 131072 — but not fp32 x with a 2-byte y or fp32 rows of 262144 (not
-    measured), a residual, several weight heads, or parts that do not all fit one an SM: those keep the
-    staged 16 KB column tiles."""
+    """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
+    2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)
+    split in 16 KB parts of x on 4 warps under a 128-register cap, four an SM — bf16 x with a 2-byte y at
+    131072 / 262144, with a 4-byte y at 65536-262144, fp32 x with either y at 65536-262144 — and the fused LayerNorm's rows wider than 32768 in the fused add's 8 KB
+    parts on 8 warps, four an SM; not several weight heads, nor parts that do not all fit one an SM:
+    those keep the staged 16 KB column tiles."""
     staged = {2: cfg.TileConfig(1, 8192, False, 16, column_stages=3), 4: cfg.TileConfig(1, 4096, False, 16, column_stages=3)}
     for n, size, out_size, residual, heads, sms in itertools.product(
-            (100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
+            (40000, 65536, 100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
         config = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual, layer_norm=True,
                                  element_size=size, out_element_size=out_size)
-        block_n = 16384 // size
-        split = ((size == 2 or out_size == 4) and not residual and heads == 1 and cfg.cdiv(n, block_n) <= sms
-                 and (size == 2 or n <= 131072))
-        expected = (cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128) if split
-                    else staged[size])
+        block_n = (8192 if residual else 16384) // size
+        split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 65536 or 4 in (size, out_size))
+        if split:
+            expected = (cfg.TileConfig(1, block_n, True, 8, programs_per_sm=4, split=True) if residual else
+                        cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128))
+        elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536: three reads (run ZZZ)
+            expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
+        else:
+            expected = staged[size]
         assert config == expected, (n, size, out_size, residual, heads, sms, config)
 
 
@@ -660,8 +665,10 @@ def test_wide_rows_take_their_family_s_tiles():
         if layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         elif (layer_norm and not residual and heads == 1 and sms
-              and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072))):
+              and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072), (4, 262144))):
             expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128)
+        elif layer_norm and residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts
+            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
         elif layer_norm:  # 16 KB tiles, 8 KB parts
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:

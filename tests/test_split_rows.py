@@ -109,7 +109,7 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
 
 
 @cuda_only
-@pytest.mark.parametrize("family", ["rms", "fused_add", "ln"])
+@pytest.mark.parametrize("family", ["rms", "fused_add", "ln", "fused_ln"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64], ids=str)
 @pytest.mark.parametrize("m,n,config", [
     (7, 1000, _split(128)),  # 8 parts, the last one partial
@@ -121,9 +121,9 @@ def test_split_forward_matches_float64(family, dtype, m, n, config):
     float64, outputs pre-filled with NaN (every element written)."""
     from normkit import reference
 
-    rms = family != "ln"
+    rms = family in ("rms", "fused_add")
     x, w, b, _, res = _inputs(m, n, dtype, seed=n)
-    residual = res if family == "fused_add" else None
+    residual = res if family.startswith("fused") else None
     stats = torch.float64 if dtype == torch.float64 else torch.float32
     y, res_out = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
     mean, rstd = torch.full((m,), float("nan"), device="cuda", dtype=stats), torch.full((m,), float("nan"),
@@ -162,6 +162,38 @@ def test_rms_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype):
     ry, _, _, rrstd = reference.norm_fwd(x.double().cpu(), w.double().cpu(), None, None, eps=1e-5, is_rms_norm=True)
     assert_matches(y, ry, out_dtype if out_dtype.itemsize < dtype.itemsize else dtype, f"y ({config})")
     assert_matches(rstd, rrstd, torch.float32, "rstd")
+
+
+@cuda_only
+@pytest.mark.parametrize("n", [40000, 65536, 100000, 200000])
+@pytest.mark.parametrize("dtype,out_dtype,residual_dtype", [
+    (torch.bfloat16, torch.bfloat16, None), (torch.bfloat16, torch.float32, None), (torch.float32, torch.float32, None),
+    (torch.float32, torch.bfloat16, None), (torch.bfloat16, torch.bfloat16, torch.bfloat16),
+    (torch.bfloat16, torch.bfloat16, torch.float32), (torch.float32, torch.float32, torch.float32)], ids=str)
+def test_layer_norm_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype, residual_dtype):
+    """LayerNorm's forward through the GPU heuristic on rows wider than 32768 (config._FWD_SPLIT_LAYER_NORM:
+    16 KB parts of x by x's and y's sizes; with a residual the fused add's 8 KB parts, _FWD_SPLIT_RESIDUAL;
+    else the staged or three-read column tiles): y, residual_out, mean and rstd against float64, outputs
+    pre-filled with NaN."""
+    from normkit import reference
+
+    m = 33
+    x, w, b, _, _ = _inputs(m, n, dtype, seed=n)
+    residual = None if residual_dtype is None else torch.randn(m, n, device="cuda").to(residual_dtype)
+    y = torch.full(x.shape, float("nan"), device="cuda", dtype=out_dtype)
+    res_out = None if residual is None else torch.full(x.shape, float("nan"), device="cuda", dtype=residual_dtype)
+    mean, rstd = (torch.full((m,), float("nan"), device="cuda", dtype=torch.float32) for _ in range(2))
+    ops.launch_fwd(x, y, weight=w, bias=b, residual=residual, residual_out=res_out, mean=mean, rstd=rstd, eps=1e-5,
+                   is_rms_norm=False)
+    config = cfg.tile_config(n, False, False, multiprocessors=multiprocessor_count(x.device), residual=residual is not None,
+                             layer_norm=True, element_size=x.element_size(), out_element_size=y.element_size())
+    cpu = lambda t: None if t is None else t.double().cpu()  # noqa: E731
+    ry, rh, rmean, rrstd = reference.norm_fwd(cpu(x), cpu(w), cpu(b), cpu(residual), eps=1e-5, is_rms_norm=False)
+    assert_matches(y, ry, out_dtype if out_dtype.itemsize < dtype.itemsize else dtype, f"y ({config})")
+    assert_matches(mean, rmean, torch.float32, "mean")
+    assert_matches(rstd, rrstd, torch.float32, "rstd")
+    if residual is not None:
+        assert_matches(res_out, rh, residual_dtype, "residual_out")  # the fp32 sum rounded once
 
 
 def test_interpreter_refuses_split_configs(device):

@@ -49,11 +49,12 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
-    an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) split
-    across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL, _FWD_SPLIT_MIN_BYTES), RMSNorm's rows of 128 KB
-    and more in parts of 16 KB of the wider of x and y, four an SM (_FWD_SPLIT_RMS), LayerNorm's bf16 rows
-    of 131072 / 262144 and fp32 rows of 65536 / 131072 (no residual; not fp32 x with a 2-byte y) in 16 KB
-    parts of x on 4 warps under a 128-register cap, four an SM (_FWD_SPLIT_LAYER_NORM);
+    an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and
+    the fused LayerNorm's wider than 32768 split across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL,
+    _FWD_SPLIT_MIN_BYTES), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
+    four an SM (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
+    too with a 4-byte y), fp32 x of 65536-262144 — in 16 KB parts of x on 4 warps under a 128-register
+    cap, four an SM (_FWD_SPLIT_LAYER_NORM);
     the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
     _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to

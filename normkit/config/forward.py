@@ -28,7 +28,14 @@ _FWD_LAYER_NORM_COLUMNS = (1, 16384, 16, 3)
 # 613.3 against 818.9; 2 programs an SM 794.5 / 746.2. Not RMSNorm (375.4 against the column
 # tiles' 309.0) nor LayerNorm (523.3 against 444.0). A part is 8 KB of x: fp32 2048 columns (run
 # ZZS, fp32 4096×65536: 1203.4 against 1320.0 for 4096 and 1425.3 for the column tiles; fp64 1024
-# by analogy, not measured). (block_m, part bytes, num_warps, programs_per_sm)
+# by analogy, not measured). The fused LayerNorm's rows wider than _MAX_ONE_TILE_FWD take the same
+# parts (session 23, runs ZZZZS / ZZZZT, tools/tune.py --residual, µs, against its staged column
+# tiles): bf16 4096×65536 687.9 against 759.2 (16 KB parts on 4 capped: 742.7), 2048×131072 696.1
+# against 803.4 (728.9), 1024×262144 725.7 against 841.6; fp32 1 × 2048 4096×65536 1296.2 against
+# 1544.8 (1 × 4096 on 8: 1364.6, on 4 capped: 1502.9), 2048×131072 1329.1 against 1609.5; bf16 x with
+# an fp32 residual 4096×65536 991.4 against 1176.4 (1 × 2048: 1068.1). Not its whole rows of 32768
+# (fp32 8192×32768 1042.1 whole against 1282.7 split; bf16 554.0 against 674.5); fp64 by analogy.
+# (block_m, part bytes, num_warps, programs_per_sm)
 _FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
 # The split takes the fused add's rows of more than 64 KB (bf16 rows wider than 32768, fp32 rows of
 # 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
@@ -74,13 +81,20 @@ _FWD_SPLIT_RMS = {
 # 4096×65536, ±0.4). Run ZZZZP's sweeps: fp32 2048×131072 606.2 against the staged 785.9 (8 warps: 703.2);
 # bf16 x with a 4-byte y in the same 1 × 8192 parts (32 KB of y) 2048×131072 461.8 against the staged
 # 551.0 and 1 × 4096 parts' 494.5, 1024×262144 445.2 against 562.3 and 592.7. fp32 x with a 2-byte y: not
-# measured (the staged tiles). {(x's element size, y's): {whole: (block_m, block_n, num_warps,
-# programs_per_sm, max_registers)}}
+# measured (the staged tiles). Run ZZZZS's / ZZZZT's sweeps (session 23) took the fp32 rows of 262144
+# (1024×262144 648.8 against the staged 799.8; 8 warps 1051.2) and fp32 x with a 2-byte y in the same
+# 1 × 4096 parts (4096×65536 504.1 against 610.4, 2048×131072 512.3 against 633.4, 1024×262144 547.7
+# against 649.4); run ZZZZU's, bf16 x with a 4-byte y at 65536 too (4096×65536 446.9 against the
+# three-read tiles' 476.2; 1 × 4096 parts 554.2). Not bf16 rows of 32768 (8192×32768 356.5 against the
+# three-read tiles' 318.8), nor 16384 (4096×16384 89.4 against the whole row's 72.0).
+# {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm, max_registers)}}
 _FWD_SPLIT_LAYER_NORM_2_BYTE = {whole: (1, 8192, 4, 4, 128) for whole in (131072, 262144)}
+_FWD_SPLIT_LAYER_NORM_4_BYTE = {whole: (1, 4096, 4, 4, 128) for whole in (65536, 131072, 262144)}
 _FWD_SPLIT_LAYER_NORM = {
     (2, 2): _FWD_SPLIT_LAYER_NORM_2_BYTE,
-    (2, 4): _FWD_SPLIT_LAYER_NORM_2_BYTE,
-    (4, 4): {whole: (1, 4096, 4, 4, 128) for whole in (65536, 131072)},
+    (2, 4): {whole: (1, 8192, 4, 4, 128) for whole in (65536, 131072, 262144)},
+    (4, 4): _FWD_SPLIT_LAYER_NORM_4_BYTE,
+    (4, 2): _FWD_SPLIT_LAYER_NORM_4_BYTE,
 }
 # LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
@@ -156,23 +170,23 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
-    if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
-        block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
-        return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
     # RMSNorm's and LayerNorm's rows without a residual, one weight head: split by their tables
     split_table = _FWD_SPLIT_LAYER_NORM if layer_norm else _FWD_SPLIT_RMS
     split = split_table.get((element_size, out_element_size), {}).get(whole)
     if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap)
+    if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
+        block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
+        return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
+    block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
+    block_n = part_bytes // element_size
+    wide = whole > _MAX_ONE_TILE_FWD if layer_norm else whole * element_size > _FWD_SPLIT_MIN_BYTES
+    if residual and heads == 1 and wide and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
         return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
-    block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
-    block_n = part_bytes // element_size
-    if (residual and not layer_norm and heads == 1 and whole * element_size > _FWD_SPLIT_MIN_BYTES
-            and cdiv(n, block_n) <= multiprocessors):  # resident even at 1 an SM
-        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if (not (residual or layer_norm) and element_size == out_element_size == 2
             and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
         return TileConfig(1, whole, True, num_warps=32, reload=True)
