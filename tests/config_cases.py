@@ -88,9 +88,10 @@ def describe(config: cfg.TileConfig) -> str:
 
 
 def runs_family(config: cfg.TileConfig, family: str) -> bool:
-    """Whether `family` (rms, fused_add, layer_norm) can run `config`: LayerNorm's centered-pass
-    column tiles compute a centred variance, which RMSNorm has none of (the launcher refuses)."""
-    return family == "layer_norm" or not getattr(config, "centered_pass", False)
+    """Whether `family` (rms, fused_add, layer_norm, fused_layer_norm) can run `config`: LayerNorm's
+    centered-pass column tiles compute a centred variance, which RMSNorm has none of (the launcher
+    refuses)."""
+    return family in ("layer_norm", "fused_layer_norm") or not getattr(config, "centered_pass", False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -162,16 +162,21 @@ def grid(multiprocessors: Optional[int], gpu_finisher: bool):
 
 
 FAMILIES = ["rms", "fused_add", "layer_norm"]
+# tools/sanitize_sweep.py's families: these and the fused LayerNorm (a residual read, residual_out
+# stored; the backward reads dresidual_out), which the property tests leave to tests/test_split_rows.py
+# and tests/test_features.py.
+SANITIZE_FAMILIES = FAMILIES + ["fused_layer_norm"]
 
 
 def family_inputs(family, m, n, dtype, seed):
     g = torch.Generator().manual_seed(seed)
-    x = randn(g, (m, n), dtype, shift=2.0 if family == "layer_norm" else 0.0)
+    layer_norm, fused = family in ("layer_norm", "fused_layer_norm"), family in ("fused_add", "fused_layer_norm")
+    x = randn(g, (m, n), dtype, shift=2.0 if layer_norm else 0.0)
     weight = (1.0 + 0.5 * randn(g, (n,), F64)).to(dtype)
-    bias = 0.5 * randn(g, (n,), dtype) if family == "layer_norm" else None
-    residual = randn(g, (m, n), dtype) if family == "fused_add" else None
+    bias = 0.5 * randn(g, (n,), dtype) if layer_norm else None
+    residual = randn(g, (m, n), dtype) if fused else None
     dy = (0.5 * x.double() + randn(g, (m, n), F64)).to(dtype)
-    dres = randn(g, (m, n), dtype) if family == "fused_add" else None
+    dres = randn(g, (m, n), dtype) if fused else None
     return x, weight, bias, residual, dy, dres
 
 
@@ -179,7 +184,7 @@ def run_forced(problem, family, dtype, *, recompute, seed=0):
     """Forward (when the problem is a forward config) or backward with problem.config forced, outputs
     poisoned, against float64. Returns nothing; asserts."""
     m, n, config = problem.m, problem.n, problem.config
-    rms = family != "layer_norm"
+    rms = family in ("rms", "fused_add")
     offset = 1.0 if family == "fused_add" else 0.0  # Gemma's offset rides with the fused add
     x, weight, bias, residual, dy, dres = family_inputs(family, m, n, dtype, seed)
     if offset:

@@ -4,7 +4,8 @@ Each configuration (tests/config_cases.py: all those `tile_config` returns for N
 is forced through `config=` onto small problems that keep its tiling meaningful (masked tail
 rows and columns, persistent programs owning several row blocks, split rows of three parts),
 forward and backward, for the families rms (weight), fused_add (residual + dresidual_out +
-weight offset) and layer_norm (weight + bias); outputs are pre-filled with NaN inside sentinel
+weight offset), layer_norm (weight + bias) and fused_layer_norm (weight + bias + residual +
+dresidual_out); outputs are pre-filled with NaN inside sentinel
 bands and compared with float64 (tests/forced_runs.py). Small enough to run under
 compute-sanitizer, which works on Triton kernels like on any other (they are ordinary cubins):
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from tests.config_cases import config_problems, runs_family  # noqa: E402
-from tests.forced_runs import FAMILIES, run_forced  # noqa: E402
+from tests.forced_runs import SANITIZE_FAMILIES as FAMILIES, run_forced  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
 
