@@ -22,7 +22,15 @@
 #    reversed) and with it, 2 rounds: LayerNorm bf16 4096×16384 / 2048×131072, fp32 4096×65536. Count:
 #    the 2 × 2048 parts 20 → 17 bar.sync, 91 → 79 shfl.sync. Prediction: −0 to −3 % (the parts are close
 #    to issue-bound: ~1000 instructions a thread a row block, 3 of 20 barriers gone).
-# Outcome: (fill in after the run)
+# Outcome (session 23): `grid` (copy 4263 GB/s, docs/bench_h200_run_zzzzs.json → "Current numbers"):
+#   RMSNorm bf16 4096×16384 backward 115 µs (82 %), LayerNorm forward bf16 2048×131072 339 (74 %), fp32
+#   4096×65536 631 (80 %), the fused add 4096×16384 backward 161 — as predicted; the rest within ±2.5 %
+#   of run ZZZZM. `lnsweep`: fp32 1024×262144 648.8 split against 799.8 staged (−19 %, predicted −15 to
+#   −25), fp32 x / bf16 y 504.1 / 512.3 against 610.4 / 633.4 (−17 to −19 %, predicted −10 to −20), the
+#   fused LayerNorm in the fused add's 8 KB parts 687.9 / 696.1 against 759.2 / 803.4 (−9 / −13 %;
+#   16 KB parts capped 742.7 / 728.9) → design change 28. Nsight Compute: LayerNorm's capped parts
+#   342.0 µs, DRAM 65 %, 7.1 cycles an issue, occupancy 23.7 %; RMSNorm's 293.7, 76 %, 9.0, 23.8 %.
+#   `rc`: the recomputing backward −3 to −5 % with design change 27 (predicted −0 to −3).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?grid, lnsweep or rc} in
