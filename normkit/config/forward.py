@@ -26,7 +26,8 @@ _FWD_LAYER_NORM_COLUMNS = (1, 16384, 16, 3)
 # from L2, 4 programs an SM (ptxas: 48 registers, 5 fit). Run ZZR (tools/tune.py --config
 # 1x4096:8:split:p4, bf16, µs): 4096×65536 607.3 against 722.3 for the column tiles, 2048×131072
 # 613.3 against 818.9; 2 programs an SM 794.5 / 746.2. Not RMSNorm (375.4 against the column
-# tiles' 309.0) nor LayerNorm (523.3 against 444.0). A part is 8 KB of x: fp32 2048 columns (run
+# tiles' 309.0) nor LayerNorm (523.3 against 444.0) without a residual in these parts: they split in
+# 16 KB parts of their own (_FWD_SPLIT_RMS, _FWD_SPLIT_LAYER_NORM, below). A part is 8 KB of x: fp32 2048 columns (run
 # ZZS, fp32 4096×65536: 1203.4 against 1320.0 for 4096 and 1425.3 for the column tiles; fp64 1024
 # by analogy, not measured). The fused LayerNorm's rows wider than _MAX_ONE_TILE_FWD take the same
 # parts (session 23, runs ZZZZS / ZZZZT, tools/tune.py --residual, µs, against its staged column
