@@ -129,6 +129,20 @@ def test_mixed_dtype_forward_takes_one_layout():
         assert _stat(line, "bar.sync") <= (5 if "layer_norm" in line else 3), line
 
 
+def test_recomputing_split_parts_join_their_statistics_sum():
+    """Design change 29 (run ZZZZZB): the recomputing backward's split parts reduce Σh (LayerNorm) / Σh²
+    (RMSNorm) in the tree of Σ(g·h) / Σg — three bar.sync fewer a row block — where
+    `config.joins_stats` says so: LayerNorm's parts, RMSNorm's whose threads hold ≤ 16 elements (not its
+    1 × 4096 on 4 warps at 16384, which lost 7 % joined); JOIN_STATS=0 gives the separate reduction back."""
+    joined = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,65536", "--recompute")[1]
+    apart = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,65536", "--recompute",
+                       "--flags", "JOIN_STATS=0")[1]
+    assert len(joined) == len(apart) == 4, (joined, apart)
+    for line, before in zip(joined, apart):
+        fewer = 0 if "rms" in line and "N=16384" in line else 3
+        assert _stat(line, "bar.sync") == _stat(before, "bar.sync") - fewer, (line, before)
+
+
 def test_forward_l2_hints_as_compiled():
     """The forward's L2 policies reach the PTX (sm_90): RMSNorm's column tiles keep the statistics
     pass's reads (evict_last) and drop the output pass's (evict_first); LayerNorm's column tiles

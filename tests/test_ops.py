@@ -613,6 +613,19 @@ def test_register_cap_wants_a_two_byte_y():
                 assert config.one_tile and config.reload and config.max_registers == cap, (n, out_size, config)
 
 
+def test_recomputing_split_parts_join_stats_by_family_and_elements():
+    """config.joins_stats (design change 29): LayerNorm's split parts always, RMSNorm's where a thread
+    holds ≤ 16 elements — every heuristic split tile of the backward at bf16 / fp32 — and no tile that
+    does not split."""
+    for n, size, layer_norm in itertools.product((16384, 65536, 131072, 262144), (2, 4), (False, True)):
+        config = cfg.tile_config(n, True, False, multiprocessors=132, layer_norm=layer_norm, element_size=size)
+        per_thread = config.block_m * config.block_n // (32 * config.num_warps)
+        assert cfg.joins_stats(config, layer_norm) == (config.split and (layer_norm or per_thread <= 16)), (n, config)
+    assert not cfg.joins_stats(cfg.TileConfig(1, 4096, True, 4, programs_per_sm=2, split=True), False)  # 32 a thread
+    assert cfg.joins_stats(cfg.TileConfig(1, 4096, True, 8, programs_per_sm=2, split=True), False)
+    assert not cfg.joins_stats(cfg.TileConfig(2, 2048, True, 4), True)  # not split
+
+
 def test_layer_norm_forward_split_follows_x_and_y():
     """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
     2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)

@@ -184,9 +184,11 @@ def main(argv=None) -> int:
                 out_element_size=sizes[args.out_dtype] if args.out_dtype else 0)
             if args.max_registers is not None:
                 config = dataclasses.replace(config, max_registers=args.max_registers)
-            compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**constexprs(args.kind, family, config, args.dtype),
-                                                                        **extra}, config.num_warps, True, args.num_stages,
-                                       config.max_registers)
+            launched = constexprs(args.kind, family, config, args.dtype)
+            if args.recompute:  # as ops.launch_bwd launches it without saved statistics
+                launched["JOIN_STATS"] = cfg.joins_stats(config, family == "layer_norm")
+            compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**launched, **extra}, config.num_warps, True,
+                                       args.num_stages, config.max_registers)
             ptx = compiled.asm["ptx"]
             regs, spill = cc.ptxas_resources(ptx)
             shared = compiled.metadata.shared

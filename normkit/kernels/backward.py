@@ -160,6 +160,12 @@ def _add_pair(a, b, c, d):
 
 
 @triton.jit
+def _add_triple(a, b, c, d, e, f):
+    """tl.reduce's combine of three sums at once (`_add_pair`'s, for the recomputing split parts)."""
+    return a + d, b + e, c + f
+
+
+@triton.jit
 def _dweight_term(dy, x_hat, X_HAT_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
     """dy · ĥ, the dweight partial's term, with ĥ rounded to X_HAT_DTYPE as the forward scaled it.
 
@@ -201,6 +207,7 @@ def norm_bwd_kernel(
     JOIN_SUMS: tl.constexpr = False,  # ONE_TILE: Σ(g·h) and Σg as one reduction of a trailing axis of 2
     ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
     RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
+    JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -265,13 +272,20 @@ def norm_bwd_kernel(
             g = dy.to(COMPUTE_DTYPE)
             if HAS_WEIGHT:
                 g = g * w[None, :]
-            if IS_RMS_NORM:
+            # the sums in one reduction (one round of cross-warp exchanges), with JOIN_STATS the
+            # statistics' own too: Σh² (RMSNorm) or Σh (LayerNorm; else publish_row_sums reduces it)
+            sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
+            sum_h = None
+            if IS_RMS_NORM and RECOMPUTE_STATS and JOIN_STATS:
+                sum_gh, sum_h = tl.reduce((g * h_c, h_c * h_c), 1, _add_pair)
+            elif IS_RMS_NORM:
                 sum_gh = tl.sum(g * h_c, axis=1)
-                sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
-            else:  # both sums in one reduction (one round of cross-warp exchanges)
+            elif RECOMPUTE_STATS and JOIN_STATS:
+                sum_gh, sum_g, sum_h = tl.reduce((g * h_c, g, h_c), 1, _add_triple)
+            else:
                 sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
-            publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g,
-                             IS_RMS_NORM, RECOMPUTE_STATS, BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM)
+            publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g, IS_RMS_NORM, RECOMPUTE_STATS,
+                             BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM, sum_h=sum_h)
 
             # ---- the previous block: its rows' sums, then dh and the parameter partials
             local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)

@@ -73,7 +73,8 @@ def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
 @triton.jit
 def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
-                     SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True):
+                     SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
+                     sum_h=None):
     """Publish this part's row sums of one row block (the group's `iteration`-th) to its partners.
 
     XCHG (int64, zeroed): (groups, RING, 4, 2, SPLIT, BLOCK_M) — slot iteration % RING, quantity
@@ -83,7 +84,9 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
     Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k = min(N − k·BLOCK_N,
     BLOCK_N) columns (RMSNorm: s₂ = Σh²) — n_k counted from N, not reduced from the mask (one block
     reduction fewer a part: design change 27); `await_row_sums` merges them. Without SUM_G, Σg is
-    neither sent nor awaited (RMSNorm's backward: its dh has no Σg term).
+    neither sent nor awaited (RMSNorm's backward: its dh has no Σg term). sum_h: the part's Σh
+    (LayerNorm) or Σh² (RMSNorm) where the caller reduced it already (the backward, in the tree of
+    Σ(g·h) and Σg: one block reduction fewer); None: reduced here.
 
     Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
     whole block's loads and sums). It can publish t only after its wait for t − 2 saw every partner
@@ -97,12 +100,14 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
     if SUM_G:
         _send(slot + 2 * SPAN, sum_g, tag, SPAN, COMPUTE_DTYPE)
     if RECOMPUTE_STATS:
+        if sum_h is None:
+            sum_h = tl.sum(h * h, axis=1) if IS_RMS_NORM else tl.sum(h, axis=1)
         if IS_RMS_NORM:
-            _send(slot + 6 * SPAN, tl.sum(h * h, axis=1), tag, SPAN, COMPUTE_DTYPE)
+            _send(slot + 6 * SPAN, sum_h, tag, SPAN, COMPUTE_DTYPE)
         else:
             BLOCK_N: tl.constexpr = h.shape[1]
             n_k = tl.minimum(N - part * BLOCK_N, BLOCK_N).to(COMPUTE_DTYPE)  # its columns: no reduction
-            local_mean = tl.sum(h, axis=1) / n_k
+            local_mean = sum_h / n_k
             d = tl.where(mask, h - local_mean[:, None], 0.0)
             _send(slot + 4 * SPAN, local_mean, tag, SPAN, COMPUTE_DTYPE)
             _send(slot + 6 * SPAN, tl.sum(d * d, axis=1), tag, SPAN, COMPUTE_DTYPE)
