@@ -118,13 +118,20 @@ patched_copy() {
   done
 }
 
-# fwd_heuristic_in DIR TUNE_ARGS...: the forward heuristic's time in the build in DIR (tools/tune.py --kind
-# fwd --each, importing DIR's normkit), each line prefixed with DIR's name — one arm of an A/B of builds.
-fwd_heuristic_in() {
+# tune_in DIR TUNE_ARGS...: tools/tune.py --each in the build in DIR (importing DIR's normkit; limit
+# ${TUNE_LIMIT:-60} s), its per-config ("each"), heuristic and error lines, tiles shortened, each
+# prefixed with DIR's name — one arm of an A/B of builds.
+tune_in() {
   local dir=$1
   shift
-  (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 60 python3 tools/tune.py --kind fwd --each "$@" 2>&1 \
-      | grep -E "heuristic|Error" | sed "s|^|$(basename "$dir") |")
+  (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout "${TUNE_LIMIT:-60}" python3 tools/tune.py --each "$@" 2>&1 \
+      | grep -E "each|heuristic|Error" | short_tiles | sed "s|^|$(basename "$dir") |")
+}
+
+# fwd_heuristic_in DIR TUNE_ARGS...: the forward heuristic's time in the build in DIR (tune_in's
+# heuristic lines for --kind fwd).
+fwd_heuristic_in() {
+  tune_in "$@" --kind fwd | grep -vE " each "
 }
 
 # ncu_stalls KIND NAME LAUNCH_TILE_ARGS...: Nsight Compute on one launch of the KIND (fwd / bwd) kernel

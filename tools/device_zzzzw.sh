@@ -31,10 +31,9 @@ go)
       && grep -q "HOLD_FP32: tl.constexpr = True" $H/normkit/kernels/backward.py || echo "hold: build failed"
   for round in 1 2; do
     for dir in "$PWD" $H; do
-      (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 150 python3 tools/tune.py --kind bwd --family layer_norm \
-          --dtype bf16 --shapes 4096x16384,4096x65536,2048x131072 --each --config 2x2048:4:split:pf:p2 \
-          --config 2x2048:4:split:p2 --config 1x2048:4:split:pf:p3 --config 1x2048:4:split:p3 2>&1 \
-          | grep -E "each|Error" | short_tiles | sed -E "s|^|$(basename "$dir") r$round |")
+      TUNE_LIMIT=150 tune_in "$dir" --kind bwd --family layer_norm --dtype bf16 \
+          --shapes 4096x16384,4096x65536,2048x131072 --config 2x2048:4:split:pf:p2 --config 2x2048:4:split:p2 \
+          --config 1x2048:4:split:pf:p3 --config 1x2048:4:split:p3 | grep -v heuristic | sed -E "s|^([^ ]+) |\1 r$round |"
     done
   done | tee "$L/hold.log"
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)

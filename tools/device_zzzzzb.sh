@@ -27,9 +27,8 @@ ab)
       && (cd $B && patch -R -p1 -s < "$OLDPWD/docs/experiments/split-joint-sums.patch") || echo "base: reverse patch failed"
   for dir in $B "$PWD"; do
     for family in layer_norm rms; do
-      (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 45 python3 tools/tune.py --kind bwd --recompute --family $family \
-          --dtype bf16 --shapes 4096x16384,2048x131072 --each --config 1x2048:4:split:pf:p2 2>&1 \
-          | grep -E "heuristic|Error" | sed -E "s|^|$(basename "$dir") |; s/ best .*//")
+      TUNE_LIMIT=45 tune_in "$dir" --kind bwd --recompute --family $family --dtype bf16 \
+          --shapes 4096x16384,2048x131072 --config 1x2048:4:split:pf:p2 | grep -v " each " | sed -E "s/ best .*//"
     done
   done | tee "$L/ab.log"
   checked_tests 70 tests/test_split_rows.py -k "recompute" ;;
