@@ -76,13 +76,13 @@ _FWD_SPLIT_RMS = {
 # --config, µs, against the staged column tiles in the same process): run ZZZZO bf16 2048×131072 348.4
 # capped against 402.6 uncapped and 384.5 staged, 1024×262144 339.4 against 337.6 and 401.9 (run ZZZZN:
 # 338.9; 1 × 4096 on 4: 508.9; 1 × 8192 on 8, 3 an SM: 401.5), fp32 1 × 4096 4096×65536 638.6 against
-# 639.1 uncapped, 728.2 on 8 warps and 762.7 staged. Not bf16 rows of 65536 (349.1 against the three-read
-# tiles' 350.7), nor a residual (the fused LayerNorm: not measured). A/B (run ZZZZP, 2 rounds, µs): bf16
-# 2048×131072 385.0 → 349.4, 1024×262144 406.1 → 338.3, fp32 4096×65536 764.7 → 632.4 (the control, bf16
-# 4096×65536, ±0.4). Run ZZZZP's sweeps: fp32 2048×131072 606.2 against the staged 785.9 (8 warps: 703.2);
+# 639.1 uncapped, 728.2 on 8 warps and 762.7 staged. Not bf16 rows of 65536 with a 2-byte y (349.1
+# against the three-read tiles' 350.7), nor a residual (the fused LayerNorm: the fused add's parts,
+# _FWD_SPLIT_RESIDUAL). A/B (run ZZZZP, 2 rounds, µs): bf16 2048×131072 385.0 → 349.4, 1024×262144
+# 406.1 → 338.3, fp32 4096×65536 764.7 → 632.4 (the control, bf16 4096×65536, ±0.4). Run ZZZZP's sweeps: fp32 2048×131072 606.2 against the staged 785.9 (8 warps: 703.2);
 # bf16 x with a 4-byte y in the same 1 × 8192 parts (32 KB of y) 2048×131072 461.8 against the staged
-# 551.0 and 1 × 4096 parts' 494.5, 1024×262144 445.2 against 562.3 and 592.7. fp32 x with a 2-byte y: not
-# measured (the staged tiles). Run ZZZZS's / ZZZZT's sweeps (session 23) took the fp32 rows of 262144
+# 551.0 and 1 × 4096 parts' 494.5, 1024×262144 445.2 against 562.3 and 592.7. Run ZZZZS's / ZZZZT's
+# sweeps (session 23) took the fp32 rows of 262144
 # (1024×262144 648.8 against the staged 799.8; 8 warps 1051.2) and fp32 x with a 2-byte y in the same
 # 1 × 4096 parts (4096×65536 504.1 against 610.4, 2048×131072 512.3 against 633.4, 1024×262144 547.7
 # against 649.4); run ZZZZU's, bf16 x with a 4-byte y at 65536 too (4096×65536 446.9 against the
@@ -107,7 +107,8 @@ _FWD_SPLIT_LAYER_NORM = {
 # leave L2), nor 4-byte rows (not measured). A/B (run ZZZ, 3 rounds, medians, µs): 8192×32768 342.3 →
 # 317.4, 4096×65536 386.1 → 351.0; 2048×131072, 4096×16384 and fp32 4096×65536 (unchanged) ±1 %.
 # Without a residual only: three reads of x and the residual were not measured (the fused LayerNorm
-# keeps the whole row / the staged tiles). (block_m, block_n, num_warps, max_registers)
+# keeps its whole rows of 32768 and splits wider ones, _FWD_SPLIT_RESIDUAL).
+# (block_m, block_n, num_warps, max_registers)
 _FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
 # RMSNorm's 2-byte rows of 65536 without a residual: one whole row on 32 warps re-read for y (ptxas,
 # sm_90: 57 registers, 0 B spilled: one program an SM, 132 rows = 17 MB in flight), not column tiles
