@@ -107,14 +107,29 @@ short_tiles() {
           s/centered_pass=True/two/; s/, / /g; s/\)$//'
 }
 
-# patched_copy DIR PATCH...: this checkout's normkit, tools, tests and pyproject.toml copied to DIR with
-# each PATCH applied in order (an experiment's build, for an A/B or its tests); says so if one fails.
+# patched_copy DIR [-R] PATCH...: this checkout's normkit, tools, tests and pyproject.toml copied to DIR
+# with each PATCH applied in order — reversed where "-R" precedes it (the build before a change the tree
+# holds) — an experiment's build, for an A/B or its tests; says so if one fails.
 patched_copy() {
-  local dir=$1 root=$PWD patch
+  local dir=$1 root=$PWD patch reverse=
   shift
   mkdir -p "$dir" && cp -r normkit tools tests pyproject.toml "$dir"/ || { echo "patched_copy: copy failed"; return 1; }
   for patch in "$@"; do
-    (cd "$dir" && patch -p1 -s < "$root/$patch") || { echo "patched_copy: $patch failed"; return 1; }
+    [ "$patch" = -R ] && { reverse=-R; continue; }
+    (cd "$dir" && patch $reverse -p1 -s < "$root/$patch") || { echo "patched_copy: $reverse $patch failed"; return 1; }
+    reverse=
+  done
+}
+
+# ab_rounds ROUNDS ARM DIR...: ARM DIR (a shell function timing one build) for each DIR in turn, ROUNDS
+# times — the builds alternate in one run, so drift hits both — each line prefixed with its round.
+ab_rounds() {
+  local rounds=$1 arm=$2 round dir
+  shift 2
+  for round in $(seq "$rounds"); do
+    for dir in "$@"; do
+      "$arm" "$dir" | sed "s/^/r$round /"
+    done
   done
 }
 

@@ -19,11 +19,10 @@ case ${1:?nk} in
 nk)
   N=/tmp/ab/new
   patched_copy $N docs/experiments/split-part-columns.patch
-  for round in 1 2; do
-    for dir in "$PWD" "$N"; do
-      fwd_heuristic_in "$dir" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144 --config 1x16384:32:col
-      fwd_heuristic_in "$dir" --family layer_norm --dtype fp32 --shapes 4096x65536,2048x131072 --config 1x16384:32:col
-    done
-  done | sed -E 's/ best .*//' | tee "$L/ab.log" ;;
+  arm() {
+    fwd_heuristic_in "$1" --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144 --config 1x16384:32:col
+    fwd_heuristic_in "$1" --family layer_norm --dtype fp32 --shapes 4096x65536,2048x131072 --config 1x16384:32:col
+  }
+  ab_rounds 2 arm "$PWD" "$N" | sed -E 's/ best .*//' | tee "$L/ab.log" ;;
 esac
 pack_logs

@@ -24,18 +24,15 @@ export CUDA_VISIBLE_DEVICES=0
 case ${1:?go} in
 go)
   H=/tmp/ab/hold
-  mkdir -p $H && cp -r normkit tools tests pyproject.toml $H/ \
-      && { grep -q HOLD_FP32 $H/normkit/kernels/backward.py \
-           || (cd $H && patch -p1 -s < "$OLDPWD/docs/experiments/backward-hold-fp32.patch"); } \
+  patched_copy $H docs/experiments/backward-hold-fp32.patch \
       && sed -i 's/HOLD_FP32: tl.constexpr = False/HOLD_FP32: tl.constexpr = True/' $H/normkit/kernels/backward.py \
       && grep -q "HOLD_FP32: tl.constexpr = True" $H/normkit/kernels/backward.py || echo "hold: build failed"
-  for round in 1 2; do
-    for dir in "$PWD" $H; do
-      TUNE_LIMIT=150 tune_in "$dir" --kind bwd --family layer_norm --dtype bf16 \
-          --shapes 4096x16384,4096x65536,2048x131072 --config 2x2048:4:split:pf:p2 --config 2x2048:4:split:p2 \
-          --config 1x2048:4:split:pf:p3 --config 1x2048:4:split:p3 | grep -v heuristic | sed -E "s|^([^ ]+) |\1 r$round |"
-    done
-  done | tee "$L/hold.log"
+  arm() {
+    TUNE_LIMIT=150 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --shapes 4096x16384,4096x65536,2048x131072 \
+        --config 2x2048:4:split:pf:p2 --config 2x2048:4:split:p2 --config 1x2048:4:split:pf:p3 \
+        --config 1x2048:4:split:p3 | grep -v heuristic
+  }
+  ab_rounds 2 arm "$PWD" $H | tee "$L/hold.log"
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all python3 \
       tools/sanitize_sweep.py --split only --widths lo --families fused_layer_norm > "$L/memcheck_fln.log" 2>&1

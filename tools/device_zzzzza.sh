@@ -23,16 +23,15 @@ ab)
   # (run in session 23 with the patch in the tree and the base reversed from it; the same A/B now:)
   A=/tmp/ab/narrow
   patched_copy $A docs/experiments/forward-narrow-rows.patch
-  for round in 1 2; do
-    for dir in "$PWD" $A; do
-      for family in rms fused_add; do
-        fwd_heuristic_in "$dir" --family $family --dtype bf16 --shapes 16384x1024 --config 2x1024:4
-        fwd_heuristic_in "$dir" --family $family --dtype bf16 --shapes 524288x128 --config 32x128:4
-      done
-      fwd_heuristic_in "$dir" --family rms --dtype bf16 --shapes 262144x256 --config 16x256:4
-      fwd_heuristic_in "$dir" --family rms --dtype bf16 --shapes 16384x4096 --config 1x4096:8  # control
+  arm() {
+    for family in rms fused_add; do
+      fwd_heuristic_in "$1" --family $family --dtype bf16 --shapes 16384x1024 --config 2x1024:4
+      fwd_heuristic_in "$1" --family $family --dtype bf16 --shapes 524288x128 --config 32x128:4
     done
-  done | tee "$L/ab.log"
+    fwd_heuristic_in "$1" --family rms --dtype bf16 --shapes 262144x256 --config 16x256:4
+    fwd_heuristic_in "$1" --family rms --dtype bf16 --shapes 16384x4096 --config 1x4096:8  # control
+  }
+  ab_rounds 2 arm "$PWD" $A | tee "$L/ab.log"
   tune_sweep fwd rms bf16 16384x1024 60 1x1024:1 1x1024:2 2x1024:4 4x1024:8 8x1024:8 | tee "$L/sweep.log" ;;
 esac
 pack_logs

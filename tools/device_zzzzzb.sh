@@ -23,14 +23,14 @@ export CUDA_VISIBLE_DEVICES=0
 case ${1:?ab} in
 ab)
   B=/tmp/ab/base
-  mkdir -p $B && cp -r normkit tools tests pyproject.toml $B/ \
-      && (cd $B && patch -R -p1 -s < "$OLDPWD/docs/experiments/split-joint-sums.patch") || echo "base: reverse patch failed"
-  for dir in $B "$PWD"; do
+  patched_copy $B -R docs/experiments/split-joint-sums.patch
+  arm() {
     for family in layer_norm rms; do
-      TUNE_LIMIT=45 tune_in "$dir" --kind bwd --recompute --family $family --dtype bf16 \
+      TUNE_LIMIT=45 tune_in "$1" --kind bwd --recompute --family $family --dtype bf16 \
           --shapes 4096x16384,2048x131072 --config 1x2048:4:split:pf:p2 | grep -v " each " | sed -E "s/ best .*//"
     done
-  done | tee "$L/ab.log"
+  }
+  ab_rounds 1 arm $B "$PWD" | tee "$L/ab.log"
   checked_tests 70 tests/test_split_rows.py -k "recompute" ;;
 esac
 pack_logs
