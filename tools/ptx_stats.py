@@ -42,9 +42,9 @@ def constexprs(kind, family, config, dtype):
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
              HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute)
     if kind == "fwd":
-        # as ops launches them: the offset add for RMSNorm only, LayerNorm unmasked (EVEN_ROWS: full tiles)
+        # as ops launches them: the offset add for RMSNorm only, LayerNorm's whole rows unmasked (EVEN_ROWS)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
-                 EVEN_ROWS=not rms,
+                 EVEN_ROWS=not rms and config.one_tile and not config.split,
                  STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
                  RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
                  CENTERED_PASS=config.centered_pass)

@@ -135,8 +135,7 @@ def main(argv=None):
                         "(a 4-byte y spilled the register-capped whole rows: config._FWD_RELOAD_CAP)")
     p.add_argument("--residual-dtype", choices=list(DTYPES),
                    help="forward, fused add (or LayerNorm with --residual): the residual and residual_out in this "
-                        "dtype (default: --dtype), e.g. fp32 "
-                        "(a residual kept in fp32)")
+                        "dtype (default: --dtype), e.g. fp32 (a residual kept in fp32)")
     p.add_argument("--residual", action="store_true",
                    help="--family layer_norm: the fused LayerNorm (a residual added, h stored; the backward reads "
                         "dresidual_out), as --family fused_add is RMSNorm's")
