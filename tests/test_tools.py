@@ -236,3 +236,16 @@ def test_ptx_stats_finds_the_row_loop_in_sass():
     assert "6 instructions a thread an iteration, 3.0 an element (2 a thread)" in report
     assert "BRA 2" in report and "backward.py:253 2" in report
     assert stats.largest_loop(instructions[:2], labels) == []  # no backward branch: no loop
+
+
+@pytest.mark.parametrize("families", ["rms,bogus", "layernorm", ","])
+def test_sanitize_sweep_refuses_unknown_families(families, capsys):
+    """tools/sanitize_sweep.py --families takes only the names tests/forced_runs.py runs (an unknown one
+    ran, without saying so, as a LayerNorm without bias): argparse's message naming them, exit status 2,
+    before any CUDA call."""
+    sweep = _tool("sanitize_sweep")
+    with pytest.raises(SystemExit) as stop:
+        sweep.main(["--families", families])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--families takes a comma list of rms, fused_add, layer_norm, fused_layer_norm" in err and repr(families) in err

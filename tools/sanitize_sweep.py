@@ -50,10 +50,13 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="only configurations whose label contains this, e.g. ones3 (whole rows "
                                        "with loads staged 3 deep)")
     args = parser.parse_args(argv)
+    families = [f for f in args.families.split(",") if f]
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown or not families:
+        parser.error(f"--families takes a comma list of {', '.join(FAMILIES)}, got {args.families!r}")
     if not torch.cuda.is_available():
         print("sanitize_sweep: needs a CUDA device")
         return 2
-    families = [f for f in args.families.split(",") if f]
     problems = []
     for backward in ((False,) if args.kind == "fwd" else (True,) if args.kind == "bwd" else (False, True)):
         seen = set()
