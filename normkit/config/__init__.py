@@ -12,9 +12,9 @@ of their own to the launchers in `normkit.ops` to reach every code path on small
 
 import functools
 
-from .backward import _MAX_ONE_TILE_BWD, backward_tile
+from .backward import _MAX_ONE_TILE_BWD, backward_tile, joins_stats
 from .forward import _MAX_ONE_TILE_FWD, forward_tile
-from .grid import backward_grid, finish_config, fit_block_m, joins_stats, resident_programs, split_parts
+from .grid import backward_grid, finish_config, fit_block_m, resident_programs, split_parts
 from .tile import TileConfig, cdiv, next_power_of_2
 
 __all__ = ["TileConfig", "backward_grid", "cdiv", "finish_config", "fit_block_m", "joins_stats", "next_power_of_2",

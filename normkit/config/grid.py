@@ -28,24 +28,6 @@ def split_parts(config: TileConfig, n: int) -> int:
     return cdiv(n, config.block_n) if config.split else 1
 
 
-# The recomputing backward's split parts reduce their statistics' sum (Σh for LayerNorm, Σh² for
-# RMSNorm) in the tree of Σ(g·h) / Σg (one round of cross-warp exchanges fewer: 17 → 14 bar.sync in
-# LayerNorm's 2 × 2048 parts, 14 → 11 and 10 → 7 in RMSNorm's) — except RMSNorm's parts whose threads
-# hold more than 16 elements, where holding both products for one tree cost more than the barriers.
-# Run ZZZZZB (tools/tune.py --kind bwd --recompute, bf16, the heuristic, µs, before → after):
-# LayerNorm 4096×16384 149.9 → 144.5, 2048×131072 771.1 → 751.9; RMSNorm 4096×65536 (1 × 2048 on 4
-# warps, 16 a thread) 509.6 → 486.7, 2048×131072 (1 × 4096 on 8, 16) 541.7 / 534.7 → 492.9 / 494.7,
-# but 4096×16384 (1 × 4096 on 4, 32 a thread) 122.8 / 122.8 → 131.8 / 131.6.
-_JOIN_STATS_RMS_MAX_ELEMENTS = 16
-
-
-def joins_stats(config: TileConfig, layer_norm: bool) -> bool:
-    """Whether a recomputing backward's split parts (config.split) reduce their statistics' sum in
-    one tree with Σ(g·h) / Σg (kernels/backward.py JOIN_STATS)."""
-    per_thread = config.block_m * config.block_n // (32 * config.num_warps)
-    return config.split and (layer_norm or per_thread <= _JOIN_STATS_RMS_MAX_ELEMENTS)
-
-
 def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, heads: int = 1,
                   resident: Optional[int] = None) -> int:
     """Persistent programs for the backward, at most one per row block. For a split config: groups
