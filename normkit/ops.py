@@ -197,9 +197,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     if config.centered_pass and is_rms_norm:
         raise ValueError(f"config.centered_pass computes LayerNorm's centred variance; RMSNorm has none, got {config}")
-    if config.prefetch or config.joined_sums or config.async_stages:
+    if config.prefetch or config.joined_sums or (config.async_stages and not config.split):
         raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
-                         f"(the forward has no row loop to load ahead in, nor Σ(g·h) and Σg), got {config}")
+                         f"(the forward has no row loop to load ahead in but its split parts' — which stage with "
+                         f"async_stages —, nor Σ(g·h) and Σg), got {config}")
     weight, bias = _contiguous(weight), _contiguous(bias)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
                  HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
@@ -255,7 +256,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
 
         launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, SPLIT=cfg.next_power_of_2(parts),
-                      **options)
+                      SPLIT_STAGES=config.async_stages or None, SPIN_WAIT=config.async_stages > 0, **options)
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
@@ -304,10 +305,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     sms = multiprocessor_count(x.device)
     picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
                                        residual=dresidual_out is not None, layer_norm=not is_rms_norm,
-                                       element_size=x.element_size(),
-                                       # (only 2-byte rows stage their loads: the check, ~3 µs of host
-                                       # time on a CPU runner, is skipped for the others)
-                                       vector_aligned=x.element_size() != 2
+                                       element_size=x.element_size(), recompute=rstd is None,
+                                       # (the check, ~3 µs of host time on a CPU runner, only where
+                                       # the tile may stage its loads)
+                                       vector_aligned=not cfg.may_stage(n, x.element_size())
                                        or _vector_aligned(n, x, dy, dx, dresidual_out))
     config = cfg.fit_block_m(picked, m // heads)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f)
@@ -347,6 +348,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
+            SPIN_WAIT=config.split and config.async_stages > 0,  # the prefetching parts poll: spinning cost them
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts

@@ -302,9 +302,11 @@ def test_prefetch_joined_sums_and_async_stages_are_backward_options_of_whole_row
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, joined_sums=True))
     with pytest.raises(ValueError, match="async_stages is 0 .* or a depth of 2 or more, got 1"):
         cfg.TileConfig(2, 1024, True, async_stages=1)
-    for bad in (dict(one_tile=False), dict(prefetch=True), dict(split=True)):
-        with pytest.raises(ValueError, match="async_stages pipelines the whole-row loop's loads: it needs"):
+    for bad in (dict(one_tile=False), dict(prefetch=True), dict(split=True, prefetch=True)):
+        with pytest.raises(ValueError, match="async_stages pipelines the row loop's loads of whole rows or split "
+                                             "parts: it needs one_tile=True and prefetch=False"):
             cfg.TileConfig(2, 1024, **{"one_tile": True, **bad}, async_stages=3)
+    assert cfg.TileConfig(1, 1024, True, split=True, async_stages=3).async_stages == 3  # split parts stage too
     with pytest.raises(ValueError, match="config.async_stages are backward options"):
         ops.launch_fwd(x, torch.empty_like(x), eps=1e-6, config=cfg.TileConfig(4, 64, True, async_stages=2))
 
@@ -314,13 +316,16 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
     1024 … 8192 stage their loads 3 deep in shared memory, any family but the fused add at 8192;
     short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
     the programs an SM; 4- and 8-byte rows, the fused add's 8192 and other widths load ahead in
-    registers (prefetch) or not at all. Never both at once."""
+    registers (prefetch) or not at all. Never both at once. (Rows of 16384: split parts, staged but
+    for LayerNorm's 4-byte ones, the fused LayerNorm's and 8-byte ones.)"""
     widths = (100, 128, 200, 256, 512, 513, 1024, 2048, 3000, 4096, 8192, 16384)
     for n, residual, layer_norm, size in itertools.product(widths, (False, True), (False, True), (2, 4, 8)):
         config = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                                  element_size=size)
         whole = cfg.next_power_of_2(n)
         staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual else 8192))
+        # and the split parts of rows past 8192 (design change 30: test_backward_split_parts_stage_their_loads)
+        staged |= whole == 16384 and ((size == 2 and not (layer_norm and residual)) or (size == 4 and not layer_norm))
         assert config.async_stages == (3 if staged else 0), (n, residual, layer_norm, size, config)
         if staged and whole <= 256:
             elements = 2048 if residual or not layer_norm else 1024
@@ -670,7 +675,9 @@ def test_wide_rows_take_their_family_s_tiles():
     × 8192 fp32 parts spill: run ZZT); else column tiles. Reload (the previous row block read again
     after the exchange, runs ZZZL-ZZZN; since design change 17, runs ZZZX-ZZZY, the 2-byte parts hold
     it): the 4-byte 1 × 2048 parts past RMSNorm's 65536 and LayerNorm's 16384 columns, every fused
-    add's."""
+    add's. The backward's prefetching parts as the recomputing backward takes them (since design change
+    30 the saved statistics' parts stage their loads: test_backward_split_parts_stage_their_loads); the
+    fused add's forward's 2-byte rows in staged 1 × 2048 parts on 4 warps, eight an SM asked."""
     for n, residual, layer_norm, size, heads, sms in itertools.product(
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
@@ -684,6 +691,8 @@ def test_wide_rows_take_their_family_s_tiles():
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
         elif layer_norm:  # 16 KB tiles, 8 KB parts
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
+        elif residual and size == 2 and heads == 1 and sms and cfg.cdiv(n, 2048) <= sms:  # staged 4 KB parts
+            expected = cfg.TileConfig(1, 2048, True, 4, programs_per_sm=8, split=True, async_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
@@ -698,7 +707,7 @@ def test_wide_rows_take_their_family_s_tiles():
         if not sms:
             continue
         bwd = cfg.tile_config(n, True, False, heads=heads, multiprocessors=sms, residual=residual,
-                              layer_norm=layer_norm, element_size=size)
+                              layer_norm=layer_norm, element_size=size, recompute=True)
         whole = cfg.next_power_of_2(n)
         if size > 2:  # fp32: 8 KB of x a part on 4 warps, three an SM, then (fp64 only) 16 KB on 16 warps
             held = whole <= (0 if residual else 16384 if layer_norm else 65536)  # two an SM, else three
@@ -726,10 +735,12 @@ def test_backward_rows_up_to_16384_split_in_pairs():
     301.4 µs against 309.1 on 8 warps, two an SM; run ZZZY: held 303.2 against 292.0), RMSNorm's and
     LayerNorm's two an SM holding it (run ZZZY: 221.0 / 224.3 against 226.2 / 231.4 reloading); 8-byte rows in
     1 × 2048 (16 KB) on 16 warps, one an SM.
-    Where the parts of every head do not fit one an SM, the next candidate or the whole row."""
+    Where the parts of every head do not fit one an SM, the next candidate or the whole row. (The
+    prefetching parts: the recomputing backward's, and since design change 30 where no staged part
+    leads — test_backward_split_parts_stage_their_loads.)"""
     def pick(n, size, residual, layer_norm=False, heads=1):
         t = cfg.tile_config(n, True, False, heads=heads, multiprocessors=132, residual=residual,
-                            layer_norm=layer_norm, element_size=size)
+                            layer_norm=layer_norm, element_size=size, recompute=True)
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.split, t.reload)
     for n, residual, layer_norm in itertools.product((8193, 12000, 16384), (False, True), (False, True)):
         assert pick(n, 2, residual, layer_norm) == ((2, 2048, 4, 2, 0, True, False) if layer_norm
@@ -747,6 +758,40 @@ def test_backward_rows_up_to_16384_split_in_pairs():
     assert pick(16384, 2, True, heads=17) == (2, 4096, 8, 1, 0, True, False)  # 8 × 17 parts of 2048
     assert pick(16384, 2, False, heads=17) == (1, 4096, 4, 2, 0, True, False)  # 4 × 17 of 4096 fit
     assert not pick(16384, 4, False, heads=64)[-1]  # 4 × 64 parts do not fit: the whole row
+
+
+def test_backward_split_parts_stage_their_loads():
+    """Design change 30 (run ZZZZZC): with saved statistics and vector-aligned rows, the backward's split
+    parts stage their loads in shared memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128
+    registers, four an SM, 3 stages (RMSNorm's rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's
+    without a residual 1 × 4096 on 8 capped at 262144, none at 32768 / 65536), 4-byte rows
+    1 × 1024 on 4, four an SM (RMSNorm's of 65536 1 × 2048 on 8, two an SM) but LayerNorm's; elsewhere,
+    recomputing, unaligned, or where the staged parts do not all fit one an SM, the prefetching parts."""
+    def pick(n, size, residual, layer_norm, **kw):
+        t = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
+                            element_size=size, **kw)
+        return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.async_stages, t.prefetch)
+    staged_seen = 0
+    for n, residual, layer_norm, size in itertools.product(
+            (12000, 16384, 32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8)):
+        whole = cfg.next_power_of_2(n)
+        prefetching = pick(n, size, residual, layer_norm, recompute=True)
+        assert prefetching[-2:] == (0, True), prefetching
+        assert pick(n, size, residual, layer_norm, vector_aligned=False) == prefetching
+        expected = None
+        if size == 2 and layer_norm and not residual:
+            expected = {16384: (1, 2048, 4, 4, 128, 3), 131072: (1, 2048, 4, 4, 128, 3),
+                        262144: (1, 4096, 8, 2, 128, 3)}.get(whole)
+        elif size == 2 and not layer_norm:
+            expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 and not residual else (1, 2048, 4, 4, 128, 3)
+        elif size == 4 and not layer_norm:
+            expected = (1, 2048, 8, 2, 0, 3) if whole == 65536 and not residual else (1, 1024, 4, 4, 0, 3)
+        if expected and cfg.cdiv(n, expected[1]) > 132:  # fp32 262144 in 1 × 1024: 256 parts
+            expected = None
+        staged_seen += expected is not None
+        assert pick(n, size, residual, layer_norm) == (expected + (False,) if expected else prefetching), (
+            n, residual, layer_norm, size)
+    assert staged_seen == 12 + 4 + 10  # RMSNorm and the fused add bf16, LayerNorm bf16, fp32 (not 262144)
 
 
 def test_forward_rows_of_32768_by_bytes():

@@ -44,6 +44,11 @@ def _inputs(m, n, dtype, *, heads=1, seed=0):
     (33, 40000, None),  # the GPU heuristic's own split config
     (7, 1000, _split(128, reload=True)),  # the previous block read again after the exchange
     (300, 4097, _split(1024, block_m=2, reload=True, prefetch=True)),
+    # loads staged in shared memory, the wait spinning in PTX (design change 30): 8 parts, ~19 row blocks
+    # a group through the exchange's ring; then rows that are not vector-aligned (the pipeliner leaves
+    # their loads as written), four stages
+    (300, 4096, _split(512, async_stages=3)),
+    (300, 4097, _split(1024, block_m=2, async_stages=4)),
 ])
 def test_split_backward_matches_float64(rms, saved, dtype, m, n, config):
     x, w, b, dy, dres = _inputs(m, n, dtype)
@@ -74,15 +79,15 @@ def ops_config(n):
 
 @cuda_only
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
-@pytest.mark.parametrize("reload", [False, True], ids=["held", "reload"])
-def test_split_per_head(rms, reload):
+@pytest.mark.parametrize("flags", [{}, {"reload": True}, {"async_stages": 3}], ids=["held", "reload", "staged"])
+def test_split_per_head(rms, flags):
     """Per-head weights on split parts: each head's rows (row · HEADS + head) read, and with reload
-    read again, at the same addresses."""
+    read again (staged: through shared memory), at the same addresses."""
     heads, m, n = 4, 50, 700
     x, w, b, dy, _ = _inputs(m, n, torch.float32, heads=heads)
     dx, dw, db = torch.empty_like(x), torch.empty_like(w), torch.empty_like(b)
     ops.launch_bwd(x, dy, dx, weight=w, dweight=dw, dbias=db, eps=1e-6, is_rms_norm=rms,
-                   config=_split(256, reload=reload))
+                   config=_split(256, **flags))
     xs, dys = x.view(m, heads, n), dy.view(m, heads, n)
     _, _, _, (rdx, rdw, rdb, _) = _reference(xs, w, b, None, dys, rms=rms, eps=1e-6)
     assert_matches(dx, rdx.view(m * heads, n), torch.float32, "dx")
@@ -115,6 +120,8 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     (7, 1000, _split(128)),  # 8 parts, the last one partial
     (300, 4097, _split(1024, block_m=2)),  # 5 parts (not a power of two), the last has 1 column
     (33, 40000, _split(8192, warps=8)),  # 5 parts of 8192
+    (300, 4096, _split(512, async_stages=3)),  # staged loads, the wait spinning in PTX (design change 30)
+    (33, 40000, _split(2048, async_stages=3)),
 ])
 def test_split_forward_matches_float64(family, dtype, m, n, config):
     """The forward's split rows (forward._split_rows): y, residual_out, mean and rstd against

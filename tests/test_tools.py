@@ -132,10 +132,18 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     on more than 8 warps (three on 4); each with and without reload (run ZZZL)."""
     from normkit import config as cfg
 
-    candidates = _tool("tune").split_candidates(32768)
-    picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln, element_size=size)
-              for ln in (False, True) for size in (2, 4)}
-    assert picked <= {dataclasses.replace(c, prefetch=True) for c in candidates}, picked
+    all_candidates = _tool("tune").split_candidates(32768)
+    picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln, element_size=size,
+                              recompute=recompute)
+              for ln in (False, True) for size in (2, 4) for recompute in (False, True)}
+    assert picked <= {dataclasses.replace(c, prefetch=not c.async_stages) for c in all_candidates}, picked
+    assert any(c.async_stages for c in picked) and any(c.prefetch for c in picked)
+    # the staged parts (design change 30): 4 or 8 warps, 3 or 4 stages, four an SM on 4 warps capped at 128
+    staged = [c for c in all_candidates if c.async_stages]
+    assert {(c.num_warps, c.programs_per_sm) for c in staged} == {(4, 2), (4, 4), (8, 1), (8, 2)}
+    assert {c.async_stages for c in staged} == {3, 4} and not any(c.reload or c.prefetch for c in staged)
+    assert {c.max_registers for c in staged if c.num_warps == 4 and c.programs_per_sm == 4} == {0, 128}
+    candidates = [c for c in all_candidates if not c.async_stages]
     assert all(c.programs_per_sm == 1 for c in candidates if c.num_warps > 8)
     assert {c.programs_per_sm for c in candidates if c.num_warps == 8} == {1, 2}
     assert {c.programs_per_sm for c in candidates if c.num_warps == 4} == {1, 2, 3}
@@ -145,7 +153,7 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     assert {c.max_registers for c in candidates if c.num_warps == 4 and c.programs_per_sm == 3} == {0, 170}
     assert all(c.max_registers == 0 for c in candidates if c.programs_per_sm * c.num_warps <= 8)
     assert {c.reload for c in candidates} == {False, True}
-    assert all(c.split and c.block_n < 32768 for c in candidates)
+    assert all(c.split and c.block_n < 32768 for c in all_candidates)
 
 
 def test_current_tables_are_their_raw_rows():

@@ -52,11 +52,13 @@ def constexprs(kind, family, config, dtype):
             c.update(B=None, MEAN=None)
         if not residual:
             c.update(RESIDUAL=None, RESIDUAL_OUT=None)
-        c.update(SPLIT=8) if config.split else c.update(XCHG=None)
+        c.update(SPLIT=8, SPLIT_STAGES=config.async_stages or None, SPIN_WAIT=config.async_stages > 0) \
+            if config.split else c.update(XCHG=None)
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
              if not config.split else 8, PREFETCH=config.prefetch,
-             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload)
+             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
+             SPIN_WAIT=config.split and config.async_stages > 0)
     if rms:
         c.update(MEAN=None, DB_PARTIAL=None)
     if not residual:
@@ -180,7 +182,7 @@ def main(argv=None) -> int:
         for n in map(int, args.widths.split(",")):
             config = parse_tile(args.tile) if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
-                layer_norm=family == "layer_norm", element_size=sizes[args.dtype],
+                layer_norm=family == "layer_norm", element_size=sizes[args.dtype], recompute=args.recompute,
                 out_element_size=sizes[args.out_dtype] if args.out_dtype else 0)
             if args.max_registers is not None:
                 config = dataclasses.replace(config, max_registers=args.max_registers)

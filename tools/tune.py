@@ -63,15 +63,17 @@ def parse_config(spec):
     except ValueError:
         raise ValueError(f"--config expects BLOCK_MxBLOCK_N:WARPS[:flag...], e.g. 1x8192:16:col, got {spec!r}") from None
     unknown = [f for f in flags if f not in ("col", "reload", "split", "pf", "two")
-               and not (f[:1] in "rps" and f[1:].isdigit())]
+               and not (f[:1] in "rpsa" and f[1:].isdigit())]
     if unknown:
         raise ValueError(f"--config flags are col, reload, split, pf (prefetch), two (centered pass), rK (a register "
-                         f"cap), pK (programs an SM) and sK (column stages), got {unknown} in {spec!r}")
+                         f"cap), pK (programs an SM), sK (column stages) and aK (async stages), got {unknown} in {spec!r}")
     cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
     per_sm = next((int(f[1:]) for f in flags if f.startswith("p") and f[1:].isdigit()), 1)
     stages = next((int(f[1:]) for f in flags if f.startswith("s") and f[1:].isdigit()), 0)
+    async_stages = next((int(f[1:]) for f in flags if f.startswith("a") and f[1:].isdigit()), 0)
     return cfg.TileConfig(block_m, block_n, "col" not in flags, warps, reload="reload" in flags,
                           max_registers=cap, split="split" in flags, programs_per_sm=per_sm, column_stages=stages,
+                          async_stages=async_stages,
                           prefetch="pf" in flags, centered_pass="two" in flags)
 
 
@@ -83,7 +85,7 @@ def split_candidates(n):
     and two on 8 warps also capped at the registers that let two fit (128: run ZZZH, LayerNorm's rows
     of 32768); on 4 warps three too (capped at 170), and each part also re-reading the previous row
     block after the exchange (reload: one block fewer in registers; run ZZZL, fp32 1 × 2048 three an
-    SM)."""
+    SM); then the parts that stage their loads (design change 30)."""
     out = []
     for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (4, 8, 16, 32)):
         tile = block_n * block_m
@@ -95,6 +97,17 @@ def split_candidates(n):
                 if per_sm > 1 and fitting < 255:
                     out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
                                               max_registers=fitting, reload=reload))
+    # parts staging their loads in shared memory (design change 30; async_stages, neither prefetch nor
+    # reload), 1024-8192 elements on 4 or 8 warps: two or four an SM on 4 warps, one or two on 8, each
+    # also capped at the registers that let them fit
+    for block_n, block_m, warps in itertools.product((1024, 2048, 4096), (1, 2), (4, 8)):
+        tile = block_n * block_m
+        if block_n < n and 1024 <= tile <= 8192 and tile // (32 * warps) in (4, 8, 16, 32):
+            for per_sm, stages in itertools.product({4: (2, 4), 8: (1, 2)}[warps], (3, 4)):
+                fitting = 65536 // (per_sm * warps * 32)
+                for cap in sorted({0, fitting if fitting < 255 else 0}):
+                    out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
+                                              max_registers=cap, async_stages=stages))
     return out
 
 
@@ -229,7 +242,7 @@ def main(argv=None):
 
         default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
                                   residual=fused, layer_norm=args.family == "layer_norm",
-                                  element_size=dtype.itemsize,
+                                  element_size=dtype.itemsize, recompute=args.recompute,
                                   out_element_size=out_dtype.itemsize if args.kind == "fwd" else 0)
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
@@ -243,7 +256,8 @@ def main(argv=None):
         if args.kind == "bwd" and args.split != "no":
             configs += [(c, c.programs_per_sm) for c in split_candidates(n)]
         if args.kind == "bwd" and args.prefetch != "no":
-            fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs if c.one_tile and not c.prefetch]
+            fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs
+                       if c.one_tile and not c.prefetch and not c.async_stages]
             configs = fetched if args.prefetch == "only" else configs + fetched
         if args.kind == "bwd" and args.joined != "no":
             joined = [(dataclasses.replace(c, joined_sums=True), pp) for c, pp in configs

@@ -12,12 +12,12 @@ of their own to the launchers in `normkit.ops` to reach every code path on small
 
 import functools
 
-from .backward import _MAX_ONE_TILE_BWD, backward_tile, joins_stats
+from .backward import _MAX_ONE_TILE_BWD, backward_tile, joins_stats, may_stage
 from .forward import _MAX_ONE_TILE_FWD, forward_tile
 from .grid import backward_grid, finish_config, fit_block_m, resident_programs, split_parts
 from .tile import TileConfig, cdiv, next_power_of_2
 
-__all__ = ["TileConfig", "backward_grid", "cdiv", "finish_config", "fit_block_m", "joins_stats", "next_power_of_2",
+__all__ = ["TileConfig", "backward_grid", "cdiv", "finish_config", "fit_block_m", "joins_stats", "may_stage", "next_power_of_2",
            "resident_programs", "split_parts", "tile_config", "_MAX_ONE_TILE_BWD", "_MAX_ONE_TILE_FWD"]
 
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
@@ -28,7 +28,7 @@ _INTERPRET_TILE_ELEMENTS = 65536
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
                 residual: bool = False, layer_norm: bool = False, element_size: int = 2,
-                vector_aligned: bool = True, out_element_size: int = 0) -> TileConfig:
+                vector_aligned: bool = True, out_element_size: int = 0, recompute: bool = False) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (wide rows on a GPU: the backward's, and
@@ -51,11 +51,14 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and
     the fused LayerNorm's wider than 32768 split across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL,
-    _FWD_SPLIT_MIN_BYTES), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
+    _FWD_SPLIT_MIN_BYTES; the fused add's 2-byte rows in 4 KB parts staging their loads,
+    _FWD_SPLIT_RESIDUAL_STAGED), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
     four an SM (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
     too with a 4-byte y), fp32 x of 65536-262144 — in 16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM);
-    the backward's split parts hold 8-16 KB of a row (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
+    the backward's split parts hold 4-16 KB of a row: with saved statistics, vector-aligned rows
+    and not LayerNorm's fp32 / fused rows, 4-8 KB parts staging their loads in shared memory (_STAGED,
+    _staged_split); otherwise prefetching parts (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
     _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
     _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
@@ -68,6 +71,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
     loads as written (ptxas, LayerNorm 2 × 2048 with N and strides not multiples of 16: 80 scalar
     loads, no cp.async of x or dy) — so rows that are not keep the prefetching tile.
+    recompute: the backward recomputes the statistics (no saved mean / rstd); its split parts
+    prefetch rather than stage (_staged_split: staging lost there).
     """
     whole = next_power_of_2(n)
     if interpret:
@@ -75,6 +80,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return TileConfig(block_m=max(1, _INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n,
                           one_tile=block_n >= n)
     if backward:
-        return backward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size, vector_aligned)
+        return backward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size, vector_aligned,
+                             recompute)
     return forward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size,
                         out_element_size or element_size)

@@ -128,6 +128,54 @@ _PAIRED_SPLIT_LAYER_NORM_32768 = (2, 2048, 8, 2, 128, False)
 _PAIRED_SPLIT_4_BYTE = (1, 2048, 4, 3, 0, True)
 _PAIRED_SPLIT_4_BYTE_HELD = (1, 2048, 4, 2, 0, False)
 _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add": 0}
+# Design change 30 (session 24): the exchange's wait spins in PTX, lane by lane (kernels/stats.py
+# _await_word), so Triton's pipeliner takes the split parts' row loop (a loop nested in it, the
+# poll, had kept it out): their loads staged 3-4 deep in shared memory (cp.async, async_stages)
+# instead of one row block prefetched in registers — two or three blocks in flight a part, and
+# registers freed (ptxas, sm_90: RMSNorm's bf16 1 × 2048 parts on 4 warps 121-128 registers, 0 B
+# spilled, against 128 capped and 20 B spilled; LayerNorm's 128, four an SM, against 168, three).
+# Runs ZZZZZC sweep / sweep2 / sweep3 (tools/tune.py --config, µs, against run ZZZZS's grid where the
+# prefetching parts ran): bf16 RMSNorm 1 × 2048 on 4 warps four an SM, 3 stages — 4096×16384 108.3
+# against 115.0, 8192×32768 410.1 against 440.3, 4096×65536 415.5 against 431.7, 1024×262144 451.6
+# against the heuristic's 488.3 in the same run; at 2048×131072 1 × 4096 on 4, two an SM, 430.6
+# against 438.9 (1 × 2048: 438.0). The fused add's 1 × 2048 parts: 132.2 against 161.0, 508.3
+# against 631.1, 508.9 against 602.2, 511.9 against 609.9, 514.5 against the heuristic's 649.1 at
+# 1024×262144 (95-99 % of copy). LayerNorm's (no residual): 1 × 2048, 3 stages at 4096×16384 126.6
+# against 134.3, 2048×131072 522.5 against 562.2; 1 × 4096 on 8 capped at 1024×262144 567.2 against
+# the heuristic's 685.8; not at 4096×65536 (best staged 518.7-546.0 for 1 × 4096 on 8, 521.6 for
+# 2 × 2048 four deep, against 510.0; 1 × 2048 566-607) nor 8192×32768 (1 × 2048 four deep 485.5 in
+# the sweep, but 523.9 in run ZZZZZC's grid against run ZZZZS's 512.9 for the prefetching parts). fp32: RMSNorm 1 × 1024 on 4, four an SM, 200.9 against 219.8 at 4096×16384, 853.2
+# against the heuristic's 882.0 at 2048×131072, 1 × 2048 on 8 two an SM 803.8 against 850.4 at
+# 4096×65536; the fused add 1 × 1024: 253.4 against 290.2, 993.8 against 1130.6, 996.6 against the
+# heuristic's 1113.0 at 2048×131072. LayerNorm fp32 lost (934.6 against 896.8 at 4096×65536). The
+# recomputing backward lost everywhere it was timed (RMSNorm bf16 4096×16384 146.4 against 132.7,
+# 8192×32768 633.2 against 503.8; LayerNorm 215.3 against 186.2 at 4096×16384, 873.3 against 818.8
+# at 2048×131072): it keeps the prefetching parts, as do rows that are not vector-aligned (cp.async).
+# The prefetching parts keep the poll loop: spinning cost them 5-18 % (the same sweeps' heuristic
+# lines: RMSNorm 4096×65536 501.2 against 431.7). The 1 × 2048 parts capped at 128 registers, four an
+# SM, as timed (ptxas, sm_90, uncapped: the fused add's 148, LayerNorm's 142 — three an SM; RMSNorm's
+# 128 either way, 413.2 / 414.4 µs at 8192×32768). (rows, part width, warps, programs an SM, register
+# cap, reload, stages)
+_STAGED = (1, 2048, 4, 4, 128, False, 3)
+_STAGED_RMS = {131072: (1, 4096, 4, 2, 0, False, 3)}
+_STAGED_LAYER_NORM = {16384: _STAGED, 131072: _STAGED, 262144: (1, 4096, 8, 2, 128, False, 3)}
+_STAGED_4_BYTE = (1, 1024, 4, 4, 0, False, 3)
+_STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
+
+
+def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
+    """The staged split parts (design change 30) for rows of `whole`, or None where the
+    prefetching parts stay (LayerNorm at 32768 / 65536 and in fp32, the fused LayerNorm — not
+    measured — and 8-byte elements)."""
+    if layer_norm:
+        return _STAGED_LAYER_NORM.get(whole) if element_size == 2 and not residual else None
+    if element_size == 2:
+        return _STAGED if residual else _STAGED_RMS.get(whole, _STAGED)
+    if element_size == 4:
+        return _STAGED_4_BYTE if residual else _STAGED_4_BYTE_RMS.get(whole, _STAGED_4_BYTE)
+    return None
+
+
 # Backward, whole rows: 8192-element tiles on 4 warps with 2 persistent programs per SM won
 # every N from 128 to 4096 (16384×4096: 119 µs against 160 µs for 4096 on 8 warps, 4/SM):
 # more bytes in flight per program hides HBM latency better than more, smaller programs.
@@ -227,10 +275,17 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
     return _BWD_ASYNC_2_BYTE.get(whole)
 
 
-def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
-    """The backward's split parts (rows, part width, warps, programs an SM, register cap, reload) for a row of `whole`
-    (N rounded up to a power of two) columns, best first: the heuristic takes the first whose parts
-    all fit one an SM (parts·heads ≤ multiprocessors)."""
+def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int, staged: bool) -> tuple:
+    """The backward's split parts (rows, part width, warps, programs an SM, register cap, reload[, stages]) for a
+    row of `whole` (N rounded up to a power of two) columns, best first: the heuristic takes the first whose
+    parts all fit one an SM (parts·heads ≤ multiprocessors). staged: the staged parts may lead
+    (_staged_split: saved statistics, vector-aligned rows)."""
+    first = _staged_split(whole, residual, layer_norm, element_size) if staged else None
+    return ((first,) if first else ()) + _prefetching_parts(whole, residual, layer_norm, element_size)
+
+
+def _prefetching_parts(whole: int, residual: bool, layer_norm: bool, element_size: int) -> tuple:
+    """`_split_parts`' candidates that prefetch the next row block in registers."""
     if element_size > 2:
         rows, part_bytes, warps = _SPLIT_WIDE_ELEMENTS
         sixteen_kb = (rows, part_bytes // element_size, warps, 1, 0, False)
@@ -251,6 +306,12 @@ def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int
     if residual and whole > _PAIRED_SPLIT_RESIDUAL_MAX:
         return sixteen + (wide,)
     return sixteen + (_PAIRED_SPLIT_RMS, wide)
+
+
+def may_stage(n: int, element_size: int) -> bool:
+    """Whether the backward's tile for rows of n may stage its loads in shared memory — 2-byte rows,
+    and 4-byte rows split across programs — so `backward_tile` needs to know `vector_aligned`."""
+    return element_size == 2 or (element_size == 4 and n > _MAX_ONE_TILE_BWD // 2)
 
 
 def _prefetch_tile(whole: int, residual: bool, element_size: int) -> tuple:
@@ -282,7 +343,7 @@ def joins_stats(config: TileConfig, layer_norm: bool) -> bool:
 
 
 def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
-                  element_size: int, vector_aligned: bool) -> TileConfig:
+                  element_size: int, vector_aligned: bool, recompute: bool = False) -> TileConfig:
     """The backward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
     arguments as `normkit.config.tile_config`'s."""
     staged = _staged_tile(whole, residual, layer_norm) if element_size == 2 and vector_aligned else None
@@ -307,10 +368,12 @@ def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual
     if whole <= _MAX_ONE_TILE_BWD // 2:
         return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
     narrow = whole <= _MAX_ONE_TILE_BWD
-    for rows, part, warps, per_sm, cap, reload in _split_parts(whole, residual, layer_norm, element_size):
+    for rows, part, warps, per_sm, cap, reload, *stages in _split_parts(whole, residual, layer_norm, element_size,
+                                                                       vector_aligned and not recompute):
         if cdiv(n, part) * heads <= multiprocessors:
             return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
-                              prefetch=_SPLIT_PREFETCH, max_registers=cap, reload=reload)
+                              prefetch=_SPLIT_PREFETCH and not stages, async_stages=stages[0] if stages else 0,
+                              max_registers=cap, reload=reload)
     if narrow:
         return TileConfig(1, whole, True, num_warps=8, programs_per_sm=1)
     return TileConfig(_COLUMN_TILE_ROWS, _COLUMN_TILE, False, num_warps=16, programs_per_sm=2)

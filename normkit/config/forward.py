@@ -42,6 +42,14 @@ _FWD_SPLIT_RESIDUAL = (1, 8192, 8, 4)
 # 32768: a whole fp32 row re-read for y spills 80 B). Run ZZZ's sweep (fp32 8192×32768, µs): 8 KB
 # parts 1261.2 against 1379.2 for the whole row (16 KB parts 1418.0; 2 programs an SM 1764.0).
 _FWD_SPLIT_MIN_BYTES = 65536
+# Design change 30 (config/backward.py): the fused add's 2-byte rows in 1 × 2048 parts on 4 warps,
+# eight an SM asked (the launcher fits what their shared memory allows), their loads staged 3 deep
+# (cp.async; the exchange's wait spins in PTX). Runs ZZZZZC sweep2 / sweep3 (bf16, µs, against the 8 KB
+# parts): 4096×65536 579.5 against 604.9, 2048×131072 576.3 against 607.5, 1024×262144 580.7 against
+# 600.4 (RMSNorm's and LayerNorm's split forwards lost staged: RMSNorm 2048×131072 309.5-353.2 against
+# 305.1, LayerNorm 397.8-480.2 against 354.4). fp32 rows and the fused LayerNorm: not measured.
+# (block_m, block_n, num_warps, programs an SM, stages)
+_FWD_SPLIT_RESIDUAL_STAGED = (1, 2048, 4, 8, 3)
 # RMSNorm's rows of 128 KB and more without a residual split too (the column tiles reach 63-73 %), in
 # parts of 16 KB of the wider of x and y, four an SM: 2-byte parts (1 × 8192; 1 × 4096 for a 4-byte
 # y) on 4 warps, fp32 ones (1 × 4096) on 8. Run ZZZZL's sweep (tools/tune.py --kind fwd --config,
@@ -184,6 +192,11 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
     block_n = part_bytes // element_size
     wide = whole > _MAX_ONE_TILE_FWD if layer_norm else whole * element_size > _FWD_SPLIT_MIN_BYTES
+    staged_rows, staged_n, staged_warps, staged_per_sm, stages = _FWD_SPLIT_RESIDUAL_STAGED
+    if (residual and not layer_norm and element_size == 2 and heads == 1 and wide
+            and cdiv(n, staged_n) <= multiprocessors):
+        return TileConfig(staged_rows, staged_n, True, staged_warps, programs_per_sm=staged_per_sm, split=True,
+                          async_stages=stages)
     if residual and heads == 1 and wide and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
     if whole > _MAX_ONE_TILE_FWD and layer_norm:

@@ -19,8 +19,9 @@ class TileConfig:
     prefetch: bool = False  # backward, one_tile: the next row block's loads go out before this block's math
     joined_sums: bool = False  # backward, one_tile: Σ(g·h) and Σg in one reduction tree (JOIN_SUMS;
     # LayerNorm only — RMSNorm, which shares the tiles, has the one sum Σ(g·h))
-    async_stages: int = 0  # backward, one_tile, not split nor prefetch: ≥ 2 stages the row loop's loads in
-    # shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES), 0 leaves them in registers
+    async_stages: int = 0  # backward, one_tile, not prefetch (and the forward's split parts): ≥ 2 stages the
+    # row loop's loads in shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES /
+    # SPLIT_STAGES), 0 leaves them in registers
     reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers;
     # backward, split: the previous row block read again after the exchange, not held across it
     max_registers: int = 0  # ptxas' register cap (Triton's maxnreg), 0 for none; the backward's grid is
@@ -48,9 +49,9 @@ class TileConfig:
             raise ValueError(f"centered_pass is a second pass over column tiles: it needs one_tile=False, got {self}")
         if self.max_registers < 0:
             raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
-        if self.async_stages and not (self.one_tile and not self.split and not self.prefetch):
-            raise ValueError("async_stages pipelines the whole-row loop's loads: it needs one_tile=True, "
-                             f"split=False and prefetch=False (another way to load ahead), got {self}")
+        if self.async_stages and not (self.one_tile and not self.prefetch):
+            raise ValueError("async_stages pipelines the row loop's loads of whole rows or split parts: it needs "
+                             f"one_tile=True and prefetch=False (another way to load ahead), got {self}")
 
 
 _MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)

@@ -51,13 +51,17 @@ design change 5: 10-20 % faster than the loop as written). The last iteration's 
 past the end and their loads are masked off. With whole rows the weight is loaded once per
 program (KEEP_W), except for the widest rows without prefetch, where keeping it live spilled.
 
-Staged loads (ASYNC_STAGES = K ≥ 2, with ONE_TILE, not split, instead of PREFETCH). The row loop
+Staged loads (ASYNC_STAGES = K ≥ 2, with ONE_TILE, instead of PREFETCH; whole rows or split parts). The row loop
 carries num_stages = K, so Triton's software pipeliner issues the loads of the row blocks K − 1
 iterations ahead as cp.async copies into shared memory (K − 1 row blocks in flight a program,
 without holding them in registers), and each iteration reads its tile from there. Triton
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async), which is why change 5's comparison never ran
-a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192).
+a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192). The
+pipeliner declines a loop with a loop nested in it, which the split parts' poll is; with SPIN_WAIT
+they wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so their
+row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep the poll
+(spinning slowed them 5-19 %).
 
 Joined sums (JOIN_SUMS, with ONE_TILE). Σ(g·h) and Σg are two row reductions, each a tree of
 shuffles and, across warps, shared-memory round trips behind barriers. tl.join stacks the two
@@ -208,6 +212,7 @@ def norm_bwd_kernel(
     ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
     RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
+    SPIN_WAIT: tl.constexpr = False,  # SPLIT > 1: each lane spins on its partners' words in PTX (no IR loop)
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -260,7 +265,7 @@ def norm_bwd_kernel(
         # (from L2, where iteration t − 1 left them): one row block fewer live in registers.
         prev_h = tl.zeros([BLOCK_M, BLOCK_N], dtype=X.dtype.element_ty)
         prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
-        for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1):
+        for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1, num_stages=ASYNC_STAGES):
             row_block = pid + t * num_programs
             h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
                                                 head_rows, cols, col_mask, stride_x_row, stride_x_col,
@@ -297,7 +302,7 @@ def norm_bwd_kernel(
                     mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
                                                           RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
-                                                          SUM_G=not IS_RMS_NORM)
+                                                          SUM_G=not IS_RMS_NORM, SPIN=SPIN_WAIT)
             if RECOMPUTE_STATS:
                 mean = row_mean
                 rstd = 1.0 / tl.sqrt(var + eps)

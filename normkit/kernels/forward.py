@@ -132,7 +132,8 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 eps, weight_offset, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_RMS_NORM: tl.constexpr,
                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
-                X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr):
+                X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
+                SPLIT_STAGES: tl.constexpr, SPIN_WAIT: tl.constexpr):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
@@ -150,7 +151,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     col_mask = cols < N
     num_row_blocks = tl.cdiv(M, BLOCK_M)
     zeros = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-    for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1):
+    for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1, num_stages=SPLIT_STAGES):
         # ---- block t: load, store residual_out, publish this part's sums
         rows = (group + t * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
         rows64 = rows.to(tl.int64)
@@ -168,7 +169,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         row_mask = (rows < M) & (t > 0)
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
-                                         SPLIT, COMPUTE_DTYPE)
+                                         SPLIT, COMPUTE_DTYPE, SPIN=SPIN_WAIT)
         rstd = 1.0 / tl.sqrt(var + eps)
         h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
                     rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
@@ -210,6 +211,8 @@ def norm_fwd_kernel(
     SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
     COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
     CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
+    SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async)
+    SPIN_WAIT: tl.constexpr = False,  # SPLIT > 1: each lane spins on its partners' words in PTX (no IR loop)
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
@@ -224,7 +227,7 @@ def norm_fwd_kernel(
         _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
-                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT)
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, SPIN_WAIT)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS

@@ -49,19 +49,62 @@ def _send(ptr, value, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
 
 
 @triton.jit
+def _value(word, low, COMPUTE_DTYPE: tl.constexpr):
+    """The payload of tagged words (`_send`): the float32 in word's low half, or (float64) the
+    double whose high and low halves are word's and low's low halves."""
+    low_bits = tl.full([], 0xFFFFFFFF, tl.int64)
+    if COMPUTE_DTYPE == tl.float64:
+        return (((word & low_bits) << 32) | (low & low_bits)).to(tl.float64, bitcast=True)
+    return (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
+
+
+@triton.jit
 def _receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
     """(value, late) of the tagged words at ptr (volatile loads: from L2 every time): late is true
     where a word does not carry `tag` yet; masked lanes read 0 and count as arrived."""
-    low_bits = tl.full([], 0xFFFFFFFF, tl.int64)
     word = tl.load(ptr, mask=mask, other=0, volatile=True)
     late = mask & ((word >> 32) != tag)
+    low = word
     if COMPUTE_DTYPE == tl.float64:
         low = tl.load(ptr + SPAN, mask=mask, other=0, volatile=True)
         late = late | (mask & ((low >> 32) != tag))
-        value = (((word & low_bits) << 32) | (low & low_bits)).to(tl.float64, bitcast=True)
-    else:
-        value = (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
-    return tl.where(mask, value, 0.0), late
+    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0), late
+
+
+@triton.jit
+def _await_word(ptr, tag, enabled):
+    """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0), each lane
+    spinning on relaxed loads in PTX on its own: the kernel's IR has no loop and no block-wide
+    count of late words (labels in a PTX block are local to it, so each copy has its own). 64 ns
+    of nanosleep (sm_70+) between reads: run ZZZZZC `sleep`, 0-200 ns alike, 600 ns up to 6 % slower."""
+    return tl.inline_asm_elementwise(
+        """{
+        .reg .pred p;
+        .reg .b32 lo, hi;
+        mov.b64 $0, 0;
+        setp.eq.s32 p, $3, 0;
+        @p bra DONE;
+        SPIN:
+        ld.relaxed.gpu.global.b64 $0, [$1];
+        mov.b64 {lo, hi}, $0;
+        setp.eq.s32 p, hi, $2;
+        @p bra DONE;
+        nanosleep.u32 64;
+        bra SPIN;
+        DONE:
+        }""", "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _spin_receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """`_receive`'s value once every word carries `tag` (`_await_word`); masked lanes read 0."""
+    tags = tl.zeros(ptr.shape, tl.int32) + tag
+    enabled = mask.to(tl.int32)
+    word = _await_word(ptr, tags, enabled)
+    low = word
+    if COMPUTE_DTYPE == tl.float64:
+        low = _await_word(ptr + SPAN, tags, enabled)
+    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0)
 
 
 @triton.jit
@@ -137,10 +180,14 @@ def _poll(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.conste
 @triton.jit
 def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
                    RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True):
+                   SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
+                   SPIN: tl.constexpr = False):
     """Whole-row (Σ(g·h), Σg, mean, var) of the group's `iteration`-th row block: read the slot
     until every partner's words carry this round's tag, then reduce the `parts` partial sums in one
-    fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros)::
+    fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros).
+    The wait: a loop of whole-slot reads (`_poll`, a block-wide count of late words each time), or
+    with SPIN each lane spinning on its own words in PTX (`_spin_receive`: no loop in the IR, so
+    Triton's pipeliner can stage the caller's row loop; the same words, the same sums)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
     """
@@ -149,10 +196,23 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
     slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
-    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G)
-    while late > 0:
+    if SPIN:
+        sum_gh = _spin_receive(slot, k_mask, tag, SPAN, COMPUTE_DTYPE)
+        sum_g = tl.zeros_like(sum_gh)
+        if SUM_G:
+            sum_g = _spin_receive(slot + 2 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
+        s1 = tl.zeros_like(sum_gh)
+        s2 = tl.zeros_like(sum_gh)
+        if RECOMPUTE_STATS:
+            s2 = _spin_receive(slot + 6 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
+            if not IS_RMS_NORM:
+                s1 = _spin_receive(slot + 4 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
+    else:
         sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
                                             SUM_G)
+        while late > 0:
+            sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
+                                                SUM_G)
     sum_gh = tl.sum(sum_gh, axis=0)
     if SUM_G:
         sum_g = tl.sum(sum_g, axis=0)
