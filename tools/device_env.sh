@@ -18,13 +18,13 @@ gpu_tests_on() {
   ( export CUDA_VISIBLE_DEVICES=$1; OUT=$L TESTS_LIMIT=$2 bash tools/device_reliability.sh gpu_tests )
 }
 
-# ab_rounds ROUNDS BASE_DIR NEW_DIR SPEC...: an A/B of two builds of normkit (normkit only),
+# ab_bench_rounds ROUNDS BASE_DIR NEW_DIR SPEC...: an A/B of two builds of normkit (normkit only),
 # alternated ROUNDS times; each SPEC "TAG|FAMILY|DTYPES|SHAPES" is one bench call per build and
 # round, into $L/ab_{base,new}_{round}TAG.json (tools/ab_summary.py reads them). Each build runs
 # from its own directory: `python3 -m normkit` imports the working directory's copy before anything
 # on PYTHONPATH (what voided runs Y, ZA and ZC's A/Bs), so PYTHONPATH carries only the wheels;
 # round 1 prints which copy each arm imports.
-ab_rounds() {
+ab_bench_rounds() {
   local rounds=$1 base=$2 new=$3 round build dir spec tag family dtypes shapes
   shift 3
   for round in $(seq "$rounds"); do
@@ -44,16 +44,16 @@ ab_rounds() {
   done
 }
 
-# ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: ab_rounds with bf16, every family, at SHAPES, then fp32:
+# ab_bench ROUNDS SHAPES BASE_DIR NEW_DIR: ab_bench_rounds with bf16, every family, at SHAPES, then fp32:
 # AB_FP32_FAMILY at AB_FP32_SHAPES, by default LayerNorm 16384×4096.
 ab_bench() {
-  ab_rounds "$1" "$3" "$4" "|all|bf16|$2" "_fp32|${AB_FP32_FAMILY:-layer_norm}|fp32|${AB_FP32_SHAPES:-16384x4096}"
+  ab_bench_rounds "$1" "$3" "$4" "|all|bf16|$2" "_fp32|${AB_FP32_FAMILY:-layer_norm}|fp32|${AB_FP32_SHAPES:-16384x4096}"
 }
 
-# ab_summarised ROUNDS BASE_DIR NEW_DIR SPEC...: ab_rounds, then tools/ab_summary.py's table (also
+# ab_summarised ROUNDS BASE_DIR NEW_DIR SPEC...: ab_bench_rounds, then tools/ab_summary.py's table (also
 # into $L/ab_summary.txt).
 ab_summarised() {
-  ab_rounds "$@"
+  ab_bench_rounds "$@"
   python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
 }
 

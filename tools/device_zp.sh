@@ -12,6 +12,6 @@
 # 1024: (2, 4, 32) (BENCHMARKS.md "Session 9").
 source tools/device_env.sh
 ROOT=$PWD
-ab_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x2048,16384x4096"
+ab_bench_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x2048,16384x4096"
 python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
 pack_logs

@@ -15,7 +15,7 @@ source tools/device_env.sh
 ROOT=$PWD
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x4096,16384x8192"
+  ab_bench_rounds 3 $ROOT/base_build $ROOT "|layer_norm|bf16,fp32|16384x1024,16384x4096,16384x8192"
   python3 tools/ab_summary.py $L | tee $L/ab_summary.txt
 ) &
 (

@@ -29,12 +29,12 @@ build() {  # NAME [PATCH]: main's normkit (+ PATCH) in /tmp/ab/NAME
 build base; build evict docs/experiments/forward-evict-first.patch; build fp32 docs/experiments/fp32-plain-4096-backward.patch
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 /tmp/ab/base /tmp/ab/evict "|layer_norm|bf16|16384x2048,16384x4096,16384x8192" \
+  ab_bench_rounds 3 /tmp/ab/base /tmp/ab/evict "|layer_norm|bf16|16384x2048,16384x4096,16384x8192" \
       "_rms|rms|bf16|16384x2048,16384x4096" "_fused|fused_add|bf16|16384x4096"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  ab_rounds 3 /tmp/ab/base /tmp/ab/fp32 "_fp32|layer_norm|fp32|16384x4096" "_fp32rms|rms|fp32|16384x4096"
+  ab_bench_rounds 3 /tmp/ab/base /tmp/ab/fp32 "_fp32|layer_norm|fp32|16384x4096" "_fp32rms|rms|fp32|16384x4096"
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_reliability.py -k bitwise > $L/bitwise.log 2>&1
   echo "bitwise rc=$? $(tail -1 $L/bitwise.log)"
   timeout 150 python3 tools/tune.py --kind bwd --family rms --shapes 524288x128 --split no --prefetch no \

@@ -24,7 +24,7 @@ mkdir -p /tmp/ab/base && cp -r .ab_base/normkit .ab_base/pyproject.toml /tmp/ab/
 mkdir -p /tmp/ab/new && cp -r normkit pyproject.toml /tmp/ab/new/
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 2 /tmp/ab/base /tmp/ab/new "|all|bf16|524288x128,262144x256"
+  ab_bench_rounds 2 /tmp/ab/base /tmp/ab/new "|all|bf16|524288x128,262144x256"
   python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
   side_by_side 300
 ) &

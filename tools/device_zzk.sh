@@ -21,12 +21,12 @@ build base; build wfirst docs/experiments/forward-weight-before-x-hat.patch
 build noevict docs/experiments/forward-rms-8192-no-evict.patch
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 /tmp/ab/base /tmp/ab/wfirst "_rms|rms|bf16,fp16,fp32|16384x2048,16384x4096" \
+  ab_bench_rounds 3 /tmp/ab/base /tmp/ab/wfirst "_rms|rms|bf16,fp16,fp32|16384x2048,16384x4096" \
       "_ctl|layer_norm,fused_add|bf16|16384x4096"
 ) &
 (
   export CUDA_VISIBLE_DEVICES=1
-  ab_rounds 3 /tmp/ab/base /tmp/ab/noevict "_rms8192|rms|bf16|16384x8192,32768x8192"
+  ab_bench_rounds 3 /tmp/ab/base /tmp/ab/noevict "_rms8192|rms|bf16|16384x8192,32768x8192"
 ) &
 wait
 python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"

@@ -22,13 +22,13 @@ mkdir -p /tmp/ab/colhint && cp -r .ab_base/* /tmp/ab/colhint/ && \
   || echo "patch failed"
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 "$PWD/.ab_base" "$PWD/.ab_new" "_rms|rms|bf16,fp16,fp32|16384x4096,16384x8192" \
+  ab_bench_rounds 3 "$PWD/.ab_base" "$PWD/.ab_new" "_rms|rms|bf16,fp16,fp32|16384x4096,16384x8192" \
       "_wide|rms|bf16|16384x2048,4096x16384,8192x32768,131072x8192" \
       "_fam|fused_add,layer_norm|bf16|16384x2048,16384x4096,16384x8192"
 ) > "$L/gpu0.log" 2>&1 &
 (
   export CUDA_VISIBLE_DEVICES=1 L=$L/col; mkdir -p "$L"
-  ab_rounds 2 "$PWD/.ab_base" /tmp/ab/colhint "_col|rms,layer_norm,fused_add|bf16|4096x65536,2048x131072"
+  ab_bench_rounds 2 "$PWD/.ab_base" /tmp/ab/colhint "_col|rms,layer_norm,fused_add|bf16|4096x65536,2048x131072"
   python3 tools/ab_summary.py "$L" > "$L/ab_summary.txt"
 ) > "$L/gpu1.log" 2>&1 &
 wait

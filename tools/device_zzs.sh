@@ -27,7 +27,7 @@ source tools/device_env.sh
 t() { timeout 120 python3 tools/tune.py "$@" 2>&1 | grep -E "each|heuristic|MISMATCH|Error"; }
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 "$PWD/.ab_base" "$PWD/.ab_new" "_fam|layer_norm,fused_add|bf16|8192x32768,4096x65536,2048x131072" \
+  ab_bench_rounds 3 "$PWD/.ab_base" "$PWD/.ab_new" "_fam|layer_norm,fused_add|bf16|8192x32768,4096x65536,2048x131072" \
       "_fp32|layer_norm,fused_add|fp32|4096x65536" "_rms|rms|bf16|4096x65536"
   python3 tools/ab_summary.py "$L" > "$L/ab_summary.txt"
   echo "== sweeps"

@@ -20,7 +20,7 @@
 source tools/device_env.sh
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 2 "$PWD/.ab_base" "$PWD/.ab_new" "_fp32|all|fp32|4096x16384,8192x32768,4096x65536"
+  ab_bench_rounds 2 "$PWD/.ab_base" "$PWD/.ab_new" "_fp32|all|fp32|4096x16384,8192x32768,4096x65536"
   python3 tools/ab_summary.py "$L" > "$L/ab_summary.txt"
 ) > "$L/gpu0.log" 2>&1 &
 (

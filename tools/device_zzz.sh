@@ -26,7 +26,7 @@ mkdir -p /tmp/ab/centered && cp -r normkit tools tests pyproject.toml /tmp/ab/ce
   || echo "patch failed"
 (
   export CUDA_VISIBLE_DEVICES=0
-  ab_rounds 3 "$PWD/.ab_base" /tmp/ab/centered "_ln|layer_norm|bf16|8192x32768,4096x65536,2048x131072,4096x16384" \
+  ab_bench_rounds 3 "$PWD/.ab_base" /tmp/ab/centered "_ln|layer_norm|bf16|8192x32768,4096x65536,2048x131072,4096x16384" \
       "_fp32|layer_norm|fp32|4096x65536"
   python3 tools/ab_summary.py "$L" | tee "$L/ab_summary.txt"
   echo "== sweeps (from the patched copy): fp32 rows the patch leaves alone"

@@ -36,7 +36,7 @@ export CUDA_VISIBLE_DEVICES=0
 case ${1:?ab or tests} in
 ab)
   ( export L=$LOGS/ab; mkdir -p "$L"
-    # at most 3-4 shapes a spec: ab_rounds gives each bench call 60 s
+    # at most 3-4 shapes a spec: ab_bench_rounds gives each bench call 60 s
     ab_summarised 2 "$PWD" "$P" "_r|rms|bf16|16384x2048,16384x8192,4096x16384" \
         "_s|rms|bf16|8192x32768,4096x65536,2048x131072" "_a|fused_add|bf16|16384x4096,8192x32768,4096x65536" \
         "_l|layer_norm|bf16|16384x4096,4096x16384,8192x32768" "_m|layer_norm|bf16|4096x65536,2048x131072" \
