@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Device run ZZZZZD (prepared in session 24 for the next session, nvidia-h200; carry [".whl"]):
+#  - `bash tools/device_zzzzzd.sh sweep` (~6 min; tools/tune.py --config, µs, the heuristic first in the same
+#    process) — where design change 30's staged split parts were not measured or the sweeps were noisy:
+#    LayerNorm bf16 8192×32768 / 4096×65536 (the prefetching parts 513 / 514 µs in runs ZZZZS / ZZZZZC;
+#    staged 1 × 4096 on 8 capped, 2 × 2048 four deep, 1 × 2048 three / four deep ran 485-607 in run ZZZZZC's
+#    sweeps against spinning prefetching parts), LayerNorm fp32 4096×65536 (1 × 1024 staged 934.6 against
+#    896.8), the fused LayerNorm's backward (tools/tune.py --residual; not measured staged), the
+#    recomputing backward's staged parts capped at 128 registers (run ZZZZZC ran them uncapped and lost
+#    10-26 %), RMSNorm bf16 2048×131072 in 1 × 2048 four deep (1 × 4096 three deep is the heuristic's).
+#    Count (ptxas, sm_90): LayerNorm's 1 × 2048 staged three deep capped at 128 registers, 0 B spilled,
+#    four an SM (prefetching 2 × 2048: 255 registers, two an SM); the recomputing RMSNorm's 1 × 2048
+#    staged capped at 128 spills 28 B (LayerNorm's 68 B).
+#    Prediction: LayerNorm bf16 ±5 % (the staged parts were already within 1-10 % of the poll in noisy
+#    runs), the fused LayerNorm −10 to −20 % (as the fused add: a third stream, dresidual_out, in flight),
+#    the recomputing parts capped still slower (spills), RMSNorm 2048×131072 ±2 %.
+#  Outcome: (to fill)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+case ${1:?sweep} in
+sweep)
+  { tune_sweep bwd layer_norm bf16 8192x32768,4096x65536 120 1x2048:4:split:a3:p4:r128 1x2048:4:split:a4:p4:r128 \
+        1x4096:8:split:a3:p2:r128 1x4096:8:split:a4:p2:r128 2x2048:4:split:a4:p2 1x4096:4:split:a3:p2
+    tune_sweep bwd layer_norm fp32 4096x65536,4096x16384 80 1x1024:4:split:a3:p4 1x1024:4:split:a4:p4 \
+        1x2048:4:split:a3:p3 1x2048:8:split:a3:p2
+    TUNE_ARGS="--residual" tune_sweep bwd layer_norm bf16 4096x16384,8192x32768,2048x131072 90 \
+        1x2048:4:split:a3:p4:r128 1x4096:8:split:a3:p2:r128
+    TUNE_ARGS="--recompute" tune_sweep bwd rms bf16 4096x16384,8192x32768 50 1x2048:4:split:a3:p4:r128 \
+        1x4096:8:split:a3:p2:r128
+    TUNE_ARGS="--recompute" tune_sweep bwd layer_norm bf16 4096x16384,2048x131072 50 1x2048:4:split:a3:p4:r128
+    tune_sweep bwd rms bf16 2048x131072 30 1x2048:4:split:a4:p4:r128 1x4096:4:split:a4:p2
+  } 2>&1 | tee "$L/sweep.log" ;;
+esac
+pack_logs
