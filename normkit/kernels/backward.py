@@ -51,17 +51,17 @@ design change 5: 10-20 % faster than the loop as written). The last iteration's 
 past the end and their loads are masked off. With whole rows the weight is loaded once per
 program (KEEP_W), except for the widest rows without prefetch, where keeping it live spilled.
 
-Staged loads (ASYNC_STAGES = K ≥ 2, with ONE_TILE, instead of PREFETCH; whole rows or split parts). The row loop
-carries num_stages = K, so Triton's software pipeliner issues the loads of the row blocks K − 1
-iterations ahead as cp.async copies into shared memory (K − 1 row blocks in flight a program,
+Staged loads (ASYNC_STAGES = K ≥ 2, with ONE_TILE, instead of PREFETCH; whole rows or split
+parts). The row loop carries num_stages = K, so Triton's software pipeliner issues the loads of the
+row blocks K − 1 iterations ahead as cp.async copies into shared memory (K − 1 row blocks in flight a program,
 without holding them in registers), and each iteration reads its tile from there. Triton
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async), which is why change 5's comparison never ran
 a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192). The
 pipeliner declines a loop with a loop nested in it, which the split parts' poll is; with SPIN_WAIT
-they wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so their
-row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep the poll
-(spinning slowed them 5-19 %).
+they wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so
+their row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep
+the poll (spinning slowed them 5-19 %).
 
 Joined sums (JOIN_SUMS, with ONE_TILE). Σ(g·h) and Σg are two row reductions, each a tree of
 shuffles and, across warps, shared-memory round trips behind barriers. tl.join stacks the two
