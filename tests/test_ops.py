@@ -600,7 +600,7 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
                                  out_element_size=out_size)
         assert (config.one_tile and config.block_n == 65536) == whole, (size, out_size, config)
         if not whole and size == 2:
-            assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True), config
+            assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True), config
     assert cfg.tile_config(65536, False, False, multiprocessors=132, element_size=2, residual=True,
                            out_element_size=2).split  # the fused add keeps its split rows
 
@@ -613,7 +613,7 @@ def test_register_cap_wants_a_two_byte_y():
         for out_size, cap in ((0, 32), (2, 32), (4, 0)):
             config = cfg.tile_config(n, False, False, multiprocessors=132, element_size=2, out_element_size=out_size)
             if n > 16384 and out_size == 4:
-                assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True), config
+                assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True), config
             else:
                 assert config.one_tile and config.reload and config.max_registers == cap, (n, out_size, config)
 
@@ -646,8 +646,8 @@ def test_layer_norm_forward_split_follows_x_and_y():
         block_n = (8192 if residual else 16384) // size
         split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 65536 or 4 in (size, out_size))
         if split:
-            expected = (cfg.TileConfig(1, block_n, True, 8, programs_per_sm=4, split=True) if residual else
-                        cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128))
+            expected = cfg.TileConfig(1, block_n, True, 8 if residual else 4, programs_per_sm=4, split=True,
+                                      max_registers=0 if residual else 128, reload=True)
         elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536: three reads (run ZZZ)
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         else:
@@ -686,19 +686,20 @@ def test_wide_rows_take_their_family_s_tiles():
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         elif (layer_norm and not residual and heads == 1 and sms
               and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072), (4, 262144))):
-            expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128)
+            expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128,
+                                      reload=True)
         elif layer_norm and residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts
-            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
+            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
         elif layer_norm:  # 16 KB tiles, 8 KB parts
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif residual and size == 2 and heads == 1 and sms and cfg.cdiv(n, 2048) <= sms:  # staged 4 KB parts
-            expected = cfg.TileConfig(1, 2048, True, 4, programs_per_sm=8, split=True, async_stages=3)
+            expected = cfg.TileConfig(1, 2048, True, 4, programs_per_sm=8, split=True, async_stages=3, reload=True)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
-            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True)
+            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
-            expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True)  # (run ZZZZM)
+            expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True)  # (run ZZZZM)
         elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
-            expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True)  # 16 KB parts (ZZZZM)
+            expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True, reload=True)  # 16 KB parts (ZZZZM)
         elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read (run ZZZZK)
             expected = cfg.TileConfig(1, 65536, True, 32, reload=True)
         else:
@@ -803,8 +804,8 @@ def test_forward_rows_of_32768_by_bytes():
         return cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
                                layer_norm=layer_norm, element_size=size)
     for n in (16385, 32768):
-        assert pick(n, True, False, 4) == cfg.TileConfig(1, 2048, True, 8, programs_per_sm=4, split=True)
-        assert pick(n, True, False, 8) == cfg.TileConfig(1, 1024, True, 8, programs_per_sm=4, split=True)
+        assert pick(n, True, False, 4) == cfg.TileConfig(1, 2048, True, 8, programs_per_sm=4, split=True, reload=True)
+        assert pick(n, True, False, 8) == cfg.TileConfig(1, 1024, True, 8, programs_per_sm=4, split=True, reload=True)
         assert not pick(n, True, False, 2).split and pick(n, True, False, 2).one_tile
         assert not pick(n, True, False, 4, heads=8).split  # per-head weights: no split forward
         assert not pick(n, True, False, 4, sms=8).split  # 16 parts, 8 SMs: the whole row

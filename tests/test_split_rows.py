@@ -122,10 +122,15 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     (33, 40000, _split(8192, warps=8)),  # 5 parts of 8192
     (300, 4096, _split(512, async_stages=3)),  # staged loads, the wait spinning in PTX (design change 30)
     (33, 40000, _split(2048, async_stages=3)),
+    # the previous row block read again for y (reload, what the heuristics ask) rather than held
+    (7, 1000, _split(128, reload=True)),
+    (300, 4097, _split(1024, block_m=2, reload=True)),
+    (300, 4096, _split(512, async_stages=3, reload=True)),
 ])
 def test_split_forward_matches_float64(family, dtype, m, n, config):
     """The forward's split rows (forward._split_rows): y, residual_out, mean and rstd against
-    float64, outputs pre-filled with NaN (every element written)."""
+    float64, outputs pre-filled with NaN (every element written); block t − 1's h held in registers
+    across the exchange, or (reload) read again."""
     from normkit import reference
 
     rms = family in ("rms", "fused_add")

@@ -14,6 +14,14 @@
 #    Prediction: LayerNorm bf16 ±5 % (the staged parts were already within 1-10 % of the poll in noisy
 #    runs), the fused LayerNorm −10 to −20 % (as the fused add: a third stream, dresidual_out, in flight),
 #    the recomputing parts capped still slower (spills), RMSNorm 2048×131072 ±2 %.
+#  - `bash tools/device_zzzzzd.sh fwd` (~3 min): the forward's split parts holding the previous row block
+#    in registers across the exchange (TileConfig.reload False, session 24; the heuristics' parts re-read
+#    it from L2, `:reload`) — first the check-mode forward split tests (held and re-read configurations),
+#    then tools/tune.py --kind fwd --config. Staged parts re-read lost (run ZZZZZC: the pipeliner issues
+#    the re-read with the first read, both from DRAM); held, only the first read is staged.
+#    Count (ptxas, sm_90): RMSNorm 1 × 4096 on 4 held 118 registers (four an SM), 1 × 2048 staged 3 deep
+#    held 64 registers + 16 KB shared (eight an SM); the fused add 1 × 2048 staged held 72 + 24 KB (seven).
+#    Prediction: RMSNorm 2048×131072 300 → 270-285 µs (85 → 90-95 %), the fused add 580 → 540-560.
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -30,5 +38,14 @@ sweep)
     TUNE_ARGS="--recompute" tune_sweep bwd layer_norm bf16 4096x16384,2048x131072 50 1x2048:4:split:a3:p4:r128
     tune_sweep bwd rms bf16 2048x131072 30 1x2048:4:split:a4:p4:r128 1x4096:4:split:a4:p2
   } 2>&1 | tee "$L/sweep.log" ;;
+fwd)
+  checked_tests 120 tests/test_split_rows.py -k forward
+  { tune_sweep fwd rms bf16 2048x131072,1024x262144 60 1x4096:4:split:p4 1x2048:4:split:a3:p8 1x2048:4:split:a4:p8 \
+        1x8192:4:split:p4:reload
+    tune_sweep fwd fused_add bf16 4096x65536,2048x131072 60 1x2048:4:split:a3:p8 1x2048:4:split:a4:p8 \
+        1x4096:4:split:p4 1x2048:4:split:a3:p8:reload
+    tune_sweep fwd rms fp32 4096x65536 30 1x2048:4:split:a3:p8 1x2048:8:split:p4
+    tune_sweep fwd layer_norm bf16 2048x131072 30 1x2048:4:split:a3:p8 1x4096:4:split:p4:r128
+  } 2>&1 | tee "$L/fwd.log" ;;
 esac
 pack_logs

@@ -55,9 +55,10 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
 def parse_config(spec):
     """A --config spec BLOCK_MxBLOCK_N:WARPS[:flag...] as a TileConfig (":col": one_tile=False,
     the column path even where BLOCK_N covers the row; ":reload": the whole-row tile re-reading the row
-    for y, or split backward parts re-reading the previous row block; ":rK": max_registers K; ":split",
-    ":pf" prefetch, ":two" centered_pass, ":pK" programs an SM, ":sK" column_stages, ":aK" async_stages —
-    the row loop's loads staged K deep, whole rows or split parts)."""
+    for y, or split parts (either direction) re-reading the previous row block after the exchange —
+    the forward's split parts hold it without (its heuristic's re-read); ":rK": max_registers K;
+    ":split", ":pf" prefetch, ":two" centered_pass, ":pK" programs an SM, ":sK" column_stages, ":aK"
+    async_stages — the row loop's loads staged K deep, whole rows or split parts)."""
     try:
         tile, warps, *flags = spec.split(":")
         block_m, block_n = map(int, tile.split("x"))
@@ -175,7 +176,8 @@ def main(argv=None):
     p.add_argument("--config", action="append", default=[],
                    help="time only these tiles (repeatable): BLOCK_MxBLOCK_N:WARPS, with :col for the "
                         "column path (the row read twice, the second time from L2), :reload for a whole row "
-                        "read again for y, :rK for ptxas' register cap K, :sK column stages, :split (split rows), :pK programs "
+                        "read again for y (split parts: the previous row block read again after the exchange; the "
+                        "forward's hold it without), :rK for ptxas' register cap K, :sK column stages, :split (split rows), :pK programs "
                         "an SM, :pf prefetch, :aK the row loop's loads staged K deep (async_stages; split parts "
                         "too), :two LayerNorm's three-read column tiles (centered_pass), e.g. 1x8192:16:col, "
                         "1x32768:32:reload:r32, 2x4096:8:split:pf, 1x2048:4:split:a3:p4:r128, 1x8192:16:col:two")

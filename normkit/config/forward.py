@@ -185,7 +185,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     split = split_table.get((element_size, out_element_size), {}).get(whole)
     if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
         block_m, block_n, warps, per_sm, cap = split
-        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap)
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
+                          reload=True)
     if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
@@ -196,9 +197,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if (residual and not layer_norm and element_size == 2 and heads == 1 and wide
             and cdiv(n, staged_n) <= multiprocessors):
         return TileConfig(staged_rows, staged_n, True, staged_warps, programs_per_sm=staged_per_sm, split=True,
-                          async_stages=stages)
+                          async_stages=stages, reload=True)
     if residual and heads == 1 and wide and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
-        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True)
+        return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, reload=True)
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
         return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)

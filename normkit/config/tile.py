@@ -23,7 +23,8 @@ class TileConfig:
     # row loop's loads in shared memory (cp.async, Triton's software pipeliner; ASYNC_STAGES /
     # SPLIT_STAGES), 0 leaves them in registers
     reload: bool = False  # forward, one_tile: y from the row read again (from L2; RELOAD), not from registers;
-    # backward, split: the previous row block read again after the exchange, not held across it
+    # split parts (either direction): the previous row block read again after the exchange, not held across it
+    # (the forward's split tables ask for it: their parts were timed re-reading)
     max_registers: int = 0  # ptxas' register cap (Triton's maxnreg), 0 for none; the backward's grid is
     # fitted to the programs the capped kernel leaves resident
     column_stages: int = 0  # forward, column tiles: ≥ 2 stages the statistics pass's loads in shared

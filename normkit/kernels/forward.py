@@ -133,15 +133,16 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
-                SPLIT_STAGES: tl.constexpr, SPIN_WAIT: tl.constexpr):
+                SPLIT_STAGES: tl.constexpr, SPIN_WAIT: tl.constexpr, RELOAD: tl.constexpr):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
     (+ residual), stored as residual_out), publishes its Σh² (RMSNorm) or local mean and M2
     (LayerNorm), then waits for block t − 1's sums from every part, merges them in one fixed order
-    and writes y for block t − 1 from its columns read again (from L2, where iteration t − 1 left
-    them: nothing is held in registers across iterations). Part 0 stores mean and rstd. Every
-    program must be resident at once (the launcher's grid: one program an SM)."""
+    and writes y for block t − 1 from its columns read again (RELOAD: from L2, where iteration t − 1
+    left them, nothing held in registers across iterations) or held in registers since iteration
+    t − 1 (not RELOAD: each element read once, one row block more in registers). Part 0 stores mean
+    and rstd. Every program must be resident at once (the launcher's grid: one program an SM)."""
     parts = tl.cdiv(N, BLOCK_N)
     pid = tl.program_id(0)
     part = pid % parts
@@ -151,6 +152,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     col_mask = cols < N
     num_row_blocks = tl.cdiv(M, BLOCK_M)
     zeros = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+    held = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)  # not RELOAD: block t − 1's h
     for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1, num_stages=SPLIT_STAGES):
         # ---- block t: load, store residual_out, publish this part's sums
         rows = (group + t * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -158,7 +160,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         mask = (rows < M)[:, None] & col_mask[None, :]
         h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
                     rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
-                    COMPUTE_DTYPE, "evict_last")
+                    COMPUTE_DTYPE, "evict_last" if RELOAD else "evict_first")
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
         publish_row_sums(XCHG, group, t, part, h, mask, N, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
@@ -171,9 +173,12 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
                                          SPLIT, COMPUTE_DTYPE, SPIN=SPIN_WAIT)
         rstd = 1.0 / tl.sqrt(var + eps)
-        h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
-                    rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
-                    COMPUTE_DTYPE, "evict_first")
+        if RELOAD:
+            h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
+                        rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
+                        COMPUTE_DTYPE, "evict_first")
+        else:
+            h, held = held, h
         y = _affine((h - mean[:, None]) * rstd[:, None], W, B, (rows % HEADS).to(tl.int64)[:, None] * N + cols[None, :],
                     mask, weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
         tl.store(Y + rows64[:, None] * stride_y_row + cols[None, :], y, mask=mask, eviction_policy="evict_first")
@@ -208,6 +213,7 @@ def norm_fwd_kernel(
     HAS_WEIGHT_OFFSET: tl.constexpr = True,  # False: weight_offset is 0, its add is left out
     STREAM: tl.constexpr = False,  # ONE_TILE: x, residual read once and y, residual_out written once: evict first
     RELOAD: tl.constexpr = False,  # ONE_TILE: y from x (+ residual) read again (from L2), not kept in registers
+    # (split parts: the previous row block, across the exchange)
     SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
     COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
     CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
@@ -227,7 +233,7 @@ def norm_fwd_kernel(
         _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
-                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, SPIN_WAIT)
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, SPIN_WAIT, RELOAD)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS
