@@ -168,3 +168,41 @@ def test_forward_l2_hints_as_compiled():
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.split("\n")[:5] == ["1 0 0 0 True True", "0 0 0 0 False False", "1 1 1 0 True True",
                                           "0 1 1 0 True True", "1 1 0 1 False True"], out.stdout
+
+
+_OLDER_GPUS = """
+import sys
+sys.path.insert(0, "tools")
+import triton
+import compile_check as cc
+import ptx_stats as ps
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel
+
+for arch in (75, 80):
+    for kind, kernel, pointers in (("bwd", norm_bwd_kernel, cc.BWD_POINTERS), ("fwd", norm_fwd_kernel, cc.FWD_POINTERS)):
+        constexprs = ps.constexprs(kind, "fused_add", ps.parse_tile("1x2048w4Ss3"), "bf16")
+        constexprs = {**{p.name: p.default for p in kernel.params if p.is_constexpr and p.has_default}, **constexprs}
+        signature = cc._signature(kernel, "bf16", dict(pointers), constexprs)
+        constexprs, attrs = cc.launch_specialisation(kernel, signature, constexprs)
+        signature = cc._signature(kernel, "bf16", dict(pointers), constexprs)
+        ptx = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=GPUTarget("cuda", arch, 32),
+                             options={"num_warps": 4}).asm["ptx"]
+        print(arch, kind, ptx.count("nanosleep.u32"), ptx.count("cp.async.cg") + ptx.count("cp.async.ca"))
+"""
+
+
+def test_staged_split_parts_compile_for_older_gpus():
+    """Design change 30's staged split parts (the wait spinning in inline PTX: ld.relaxed.gpu and
+    nanosleep, sm_70+) build for sm_75 — no cp.async there, so the loop runs its loads as written,
+    still spinning — and for sm_80 (staged); the fused add's backward and forward parts."""
+    out = subprocess.run([sys.executable, "-c", _OLDER_GPUS], cwd=ROOT, env=_compiler_env(), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = {(arch, kind): (int(spins), int(copies))
+            for arch, kind, spins, copies in map(str.split, out.stdout.strip().split("\n"))}
+    assert set(rows) == {(a, k) for a in ("75", "80") for k in ("bwd", "fwd")}, out.stdout
+    for (arch, kind), (spins, copies) in rows.items():
+        assert spins > 0, (arch, kind, out.stdout)
+        assert (copies > 0) == (arch == "80"), (arch, kind, out.stdout)
