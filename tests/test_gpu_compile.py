@@ -181,7 +181,8 @@ from triton.compiler import ASTSource
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel
 
 for arch in (75, 80):
-    for kind, kernel, pointers in (("bwd", norm_bwd_kernel, cc.BWD_POINTERS), ("fwd", norm_fwd_kernel, cc.FWD_POINTERS)):
+    for kind, kernel, pointers in (("bwd", norm_bwd_kernel, cc.BWD_POINTERS),
+                                   ("fwd", norm_fwd_kernel, cc.FWD_POINTERS)):
         constexprs = ps.constexprs(kind, "fused_add", ps.parse_tile("1x2048w4Ss3"), "bf16")
         constexprs = {**{p.name: p.default for p in kernel.params if p.is_constexpr and p.has_default}, **constexprs}
         signature = cc._signature(kernel, "bf16", dict(pointers), constexprs)

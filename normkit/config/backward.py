@@ -144,15 +144,17 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # against 134.3, 2048×131072 522.5 against 562.2; 1 × 4096 on 8 capped at 1024×262144 567.2 against
 # the heuristic's 685.8; not at 4096×65536 (best staged 518.7-546.0 for 1 × 4096 on 8, 521.6 for
 # 2 × 2048 four deep, against 510.0; 1 × 2048 566-607) nor 8192×32768 (1 × 2048 four deep 485.5 in
-# the sweep, but 523.9 in run ZZZZZC's grid against run ZZZZS's 512.9 for the prefetching parts). fp32: RMSNorm 1 × 1024 on 4, four an SM, 200.9 against 219.8 at 4096×16384, 853.2
-# against the heuristic's 882.0 at 2048×131072, 1 × 2048 on 8 two an SM 803.8 against 850.4 at
-# 4096×65536; the fused add 1 × 1024: 253.4 against 290.2, 993.8 against 1130.6, 996.6 against the
+# the sweep, but 523.9 in run ZZZZZC's grid against run ZZZZS's 512.9 for the prefetching parts).
+# fp32: RMSNorm 1 × 1024 on 4, four an SM, 200.9 against 219.8 at 4096×16384, 853.2 against the
+# heuristic's 882.0 at 2048×131072, 1 × 2048 on 8 two an SM 803.8 against 850.4 at 4096×65536; the
+# fused add 1 × 1024: 253.4 against 290.2, 993.8 against 1130.6, 996.6 against the
 # heuristic's 1113.0 at 2048×131072. LayerNorm fp32 lost (934.6 against 896.8 at 4096×65536). The
 # recomputing backward lost everywhere it was timed (RMSNorm bf16 4096×16384 146.4 against 132.7,
 # 8192×32768 633.2 against 503.8; LayerNorm 215.3 against 186.2 at 4096×16384, 873.3 against 818.8
 # at 2048×131072): it keeps the prefetching parts, as do rows that are not vector-aligned (cp.async).
-# The prefetching parts keep the poll loop: spinning cost them 5-18 % (the same sweeps' heuristic
-# lines: RMSNorm 4096×65536 501.2 against 431.7). The 1 × 2048 parts capped at 128 registers, four an
+# The prefetching parts keep the poll loop: spinning cost them 5-19 % (the same sweeps' heuristic
+# lines: RMSNorm 4096×65536 501.2 against 431.7; run ZZZZZC `ab`, same PTX but the wait: LayerNorm
+# fp32 4096×65536 895 → 1063). The 1 × 2048 parts capped at 128 registers, four an
 # SM, as timed (ptxas, sm_90, uncapped: the fused add's 148, LayerNorm's 142 — three an SM; RMSNorm's
 # 128 either way, 413.2 / 414.4 µs at 8192×32768). (rows, part width, warps, programs an SM, register
 # cap, reload, stages)
