@@ -47,13 +47,15 @@ def test_every_kernel_family_compiles_for_sm90():
     # None pointers, column tiles and whole rows (3 backward + 1 forward each) = 8; the finisher; the
     # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
     # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6; their
-    # forward re-reading the row for y = 3
-    assert out.stdout.count("ok    ") == 63 and "FAIL" not in out.stdout, out.stdout
-    assert out.stdout.count(" reload ") == 3 and out.stdout.count(" centered-pass ") == 1, out.stdout
+    # forward re-reading the row for y = 3; split parts staging their loads, the wait spinning in PTX
+    # (design change 30: backward saved/recomputed, forward re-reading the previous row block) = 9
+    assert out.stdout.count("ok    ") == 72 and "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count(" reload ") == 6 and out.stdout.count(" centered-pass ") == 1, out.stdout
     assert out.stdout.count(" async-stages ") == 6, out.stdout
     assert out.stdout.count(" pdl") == 2 and out.stdout.count(" joined-sums ") == 6, out.stdout
-    # (split: 12 backward, 3 forward)
-    assert out.stdout.count(" split ") == 15 and out.stdout.count(" split prefetch ") == 6, out.stdout
+    # (split: 12 backward, 3 forward, and the 9 staged)
+    assert out.stdout.count(" split ") == 24 and out.stdout.count(" split prefetch ") == 6, out.stdout
+    assert out.stdout.count(" split staged ") == 9, out.stdout
     assert out.stdout.count(" prefetch ") == 12, out.stdout
 
 

@@ -124,10 +124,15 @@ def cases():
             yield (f"fwd {dtype} reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                         STORE_STATS=True, RELOAD=True), 8)
-            # split rows (the backward's exchange on the forward: forward._split_rows)
+            # split rows (the backward's exchange on the forward: forward._split_rows), holding the
+            # previous row block; then re-reading it, loads staged, the wait spinning (design change 30)
             yield (f"fwd {dtype} split rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
                         STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8), 8)
+            yield (f"fwd {dtype} split staged reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+                   dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
+                        STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8, RELOAD=True, SPLIT_STAGES=3,
+                        SPIN_WAIT=True), 4)
         if not one_tile and not rms:  # LayerNorm's column tiles: three reads, staged (CENTERED_PASS, COLUMN_STAGES)
             yield (f"fwd {dtype} centered-pass staged all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
@@ -162,6 +167,12 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
                             RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=True), 16)
+                # split parts staging their loads, the wait spinning in PTX (design change 30)
+                yield (f"bwd {dtype} split staged rms={rms} all_flags={extra} recompute={recompute}",
+                       norm_bwd_kernel, dtype, pointers,
+                       dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False, ASYNC_STAGES=3, SPIN_WAIT=True,
+                            JOIN_STATS=recompute), 4)
     # Mixed dtypes, with the pointers of disabled flags passed as None (what ops passes): the
     # specializations the uniform sets above miss. LayerNorm without weight, bf16 h and float32 dy
     # on column tiles crashed Triton's OptimizeThreadLocality pass (a row sum added to a
