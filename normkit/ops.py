@@ -256,7 +256,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
 
         launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, SPLIT=cfg.next_power_of_2(parts),
-                      SPLIT_STAGES=config.async_stages or None, SPIN_WAIT=config.async_stages > 0, **options)
+                      SPLIT_STAGES=config.async_stages or None, **options)
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
@@ -348,7 +348,6 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
-            SPIN_WAIT=config.split and config.async_stages > 0,  # the prefetching parts poll: spinning cost them
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts

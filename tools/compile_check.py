@@ -131,8 +131,7 @@ def cases():
                         STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8), 8)
             yield (f"fwd {dtype} split staged reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
-                        STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8, RELOAD=True, SPLIT_STAGES=3,
-                        SPIN_WAIT=True), 4)
+                        STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8, RELOAD=True, SPLIT_STAGES=3), 4)
         if not one_tile and not rms:  # LayerNorm's column tiles: three reads, staged (CENTERED_PASS, COLUMN_STAGES)
             yield (f"fwd {dtype} centered-pass staged all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
@@ -171,7 +170,7 @@ def cases():
                 yield (f"bwd {dtype} split staged rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
-                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False, ASYNC_STAGES=3, SPIN_WAIT=True,
+                            RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False, ASYNC_STAGES=3,
                             JOIN_STATS=recompute), 4)
     # Mixed dtypes, with the pointers of disabled flags passed as None (what ops passes): the
     # specializations the uniform sets above miss. LayerNorm without weight, bf16 h and float32 dy

@@ -52,13 +52,11 @@ def constexprs(kind, family, config, dtype):
             c.update(B=None, MEAN=None)
         if not residual:
             c.update(RESIDUAL=None, RESIDUAL_OUT=None)
-        c.update(SPLIT=8, SPLIT_STAGES=config.async_stages or None, SPIN_WAIT=config.async_stages > 0) \
-            if config.split else c.update(XCHG=None)
+        c.update(SPLIT=8, SPLIT_STAGES=config.async_stages or None) if config.split else c.update(XCHG=None)
         return c
     c.update(HAS_DRESIDUAL=residual, RECOMPUTE_STATS=False, SPLIT=cfg.next_power_of_2(cfg.split_parts(config, 0))
              if not config.split else 8, PREFETCH=config.prefetch,
-             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
-             SPIN_WAIT=config.split and config.async_stages > 0)
+             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload)
     if rms:
         c.update(MEAN=None, DB_PARTIAL=None)
     if not residual:

@@ -58,8 +58,8 @@ without holding them in registers), and each iteration reads its tile from there
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async), which is why change 5's comparison never ran
 a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192). The
-pipeliner declines a loop with a loop nested in it, which the split parts' poll is; with SPIN_WAIT
-they wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so
+pipeliner declines a loop with a loop nested in it, which the split parts' poll is; staged parts
+wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so
 their row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep
 the poll (spinning slowed them 5-19 %).
 
@@ -212,7 +212,6 @@ def norm_bwd_kernel(
     ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
     RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
-    SPIN_WAIT: tl.constexpr = False,  # SPLIT > 1: each lane spins on its partners' words in PTX (no IR loop)
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -302,7 +301,7 @@ def norm_bwd_kernel(
                     mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
                                                           RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
-                                                          SUM_G=not IS_RMS_NORM, SPIN=SPIN_WAIT)
+                                                          SUM_G=not IS_RMS_NORM, SPIN=ASYNC_STAGES is not None)
             if RECOMPUTE_STATS:
                 mean = row_mean
                 rstd = 1.0 / tl.sqrt(var + eps)

@@ -133,7 +133,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
-                SPLIT_STAGES: tl.constexpr, SPIN_WAIT: tl.constexpr, RELOAD: tl.constexpr):
+                SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
@@ -171,7 +171,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         row_mask = (rows < M) & (t > 0)
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
-                                         SPLIT, COMPUTE_DTYPE, SPIN=SPIN_WAIT)
+                                         SPLIT, COMPUTE_DTYPE, SPIN=SPLIT_STAGES is not None)
         rstd = 1.0 / tl.sqrt(var + eps)
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
@@ -217,8 +217,8 @@ def norm_fwd_kernel(
     SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
     COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
     CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
-    SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async)
-    SPIN_WAIT: tl.constexpr = False,  # SPLIT > 1: each lane spins on its partners' words in PTX (no IR loop)
+    SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async), the
+    # exchange's wait then spinning in PTX (stats.await_row_sums SPIN: a poll loop would keep the pipeliner off)
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
@@ -233,7 +233,7 @@ def norm_fwd_kernel(
         _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
-                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, SPIN_WAIT, RELOAD)
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS

@@ -97,14 +97,15 @@ def _await_word(ptr, tag, enabled):
 
 @triton.jit
 def _spin_receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """`_receive`'s value once every word carries `tag` (`_await_word`); masked lanes read 0."""
+    """`_receive`'s (value, late) once every word carries `tag` (`_await_word`): late is all false;
+    masked lanes read 0."""
     tags = tl.zeros(ptr.shape, tl.int32) + tag
     enabled = mask.to(tl.int32)
     word = _await_word(ptr, tags, enabled)
     low = word
     if COMPUTE_DTYPE == tl.float64:
         low = _await_word(ptr + SPAN, tags, enabled)
-    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0)
+    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0), mask & False  # (folds away)
 
 
 @triton.jit
@@ -157,24 +158,39 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
 
 
 @triton.jit
+def _take(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SPIN: tl.constexpr):
+    """(value, late) of tagged words: one read (`_receive`), or with SPIN once they all carry `tag`
+    (`_spin_receive`, late all false)."""
+    if SPIN:
+        value, late = _spin_receive(ptr, mask, tag, SPAN, COMPUTE_DTYPE)
+    else:
+        value, late = _receive(ptr, mask, tag, SPAN, COMPUTE_DTYPE)
+    return value, late
+
+
+@triton.jit
 def _poll(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
-          COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr):
-    """One read of a slot: the (SPLIT, BLOCK_M) tiles of the four quantities (unused ones 0) and
-    how many of their (part, row) entries are not yet this round's."""
-    sum_gh, late = _receive(slot, mask, tag, SPAN, COMPUTE_DTYPE)
+          COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr, SPIN: tl.constexpr):
+    """One read of a slot (with SPIN: once every word is this round's): the (SPLIT, BLOCK_M) tiles of
+    the four quantities (unused ones 0) and how many of their (part, row) entries are not yet this
+    round's (with SPIN 0, not counted)."""
+    sum_gh, late = _take(slot, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
     sum_g = tl.zeros_like(sum_gh)
     if SUM_G:
-        sum_g, late_g = _receive(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+        sum_g, late_g = _take(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
         late = late | late_g
     s1 = tl.zeros_like(sum_gh)
     s2 = tl.zeros_like(sum_gh)
     if RECOMPUTE_STATS:
-        s2, late_2 = _receive(slot + 6 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+        s2, late_2 = _take(slot + 6 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
         late = late | late_2
         if not IS_RMS_NORM:
-            s1, late_1 = _receive(slot + 4 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE)
+            s1, late_1 = _take(slot + 4 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
             late = late | late_1
-    return sum_gh, sum_g, s1, s2, tl.sum(late.to(tl.int32))  # one reduction counts them all
+    count = 0
+    if not SPIN:
+        count = tl.sum(late.to(tl.int32))  # one reduction counts them all
+    return sum_gh, sum_g, s1, s2, count
 
 
 @triton.jit
@@ -196,23 +212,12 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
     slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
-    if SPIN:
-        sum_gh = _spin_receive(slot, k_mask, tag, SPAN, COMPUTE_DTYPE)
-        sum_g = tl.zeros_like(sum_gh)
-        if SUM_G:
-            sum_g = _spin_receive(slot + 2 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
-        s1 = tl.zeros_like(sum_gh)
-        s2 = tl.zeros_like(sum_gh)
-        if RECOMPUTE_STATS:
-            s2 = _spin_receive(slot + 6 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
-            if not IS_RMS_NORM:
-                s1 = _spin_receive(slot + 4 * SPAN, k_mask, tag, SPAN, COMPUTE_DTYPE)
-    else:
-        sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
-                                            SUM_G)
+    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
+                                        SPIN)
+    if not SPIN:  # (a loop here keeps Triton's pipeliner off the caller's row loop)
         while late > 0:
             sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
-                                                SUM_G)
+                                                SUM_G, SPIN)
     sum_gh = tl.sum(sum_gh, axis=0)
     if SUM_G:
         sum_g = tl.sum(sum_g, axis=0)
