@@ -39,6 +39,8 @@
 #    LayerNorm bf16 4096×65536 514 → 557, fp32 4096×65536 895 → 1063, 4096×16384 224 → 232 µs — same PTX
 #    but for the spin, so ops.py now passes SPIN_WAIT to staged parts only; memcheck of every backward
 #    split configuration the heuristics pick (staged included) 256 runs, 0 errors.
+#  (The build as run had a SPIN_WAIT constexpr, passed by ops.py / ptx_stats --flags; since session 24's
+#  review the kernels derive it: split parts spin exactly when their loop is staged. Same PTX.)
 #  - `grid` (~4.5 min): the grid on the build as landed (copy 4227 GB/s, docs/bench_h200_run_zzzzzc.json →
 #    BENCHMARKS "Current numbers"): backward RMSNorm bf16 4096×16384 115.0 → 107.4 (89 %), 8192×32768
 #    440.3 → 414.0 (92 %), 4096×65536 431.7 → 417.9 (91 %), fp32 219.8 → 202.3, 850.4 → 808.5 (94 %); the
