@@ -192,7 +192,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms,
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
                                                        element_size=x.element_size(),
-                                                       out_element_size=out.element_size()), m)
+                                                       out_element_size=out.element_size(),
+                                                       residual_element_size=max(
+                                                           (t.element_size() for t in (residual, residual_out)
+                                                            if t is not None), default=0)), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     if config.centered_pass and is_rms_norm:

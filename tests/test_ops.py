@@ -317,7 +317,7 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
     short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
     the programs an SM; 4- and 8-byte rows, the fused add's 8192 and other widths load ahead in
     registers (prefetch) or not at all. Never both at once. (Rows of 16384: split parts, staged but
-    for LayerNorm's 4-byte ones, the fused LayerNorm's and 8-byte ones.)"""
+    for 8-byte ones.)"""
     widths = (100, 128, 200, 256, 512, 513, 1024, 2048, 3000, 4096, 8192, 16384)
     for n, residual, layer_norm, size in itertools.product(widths, (False, True), (False, True), (2, 4, 8)):
         config = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
@@ -325,7 +325,7 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
         whole = cfg.next_power_of_2(n)
         staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual else 8192))
         # and the split parts of rows past 8192 (design change 30: test_backward_split_parts_stage_their_loads)
-        staged |= whole == 16384 and ((size == 2 and not (layer_norm and residual)) or (size == 4 and not layer_norm))
+        staged |= whole == 16384 and size in (2, 4)
         assert config.async_stages == (3 if staged else 0), (n, residual, layer_norm, size, config)
         if staged and whole <= 256:
             elements = 2048 if residual or not layer_norm else 1024
@@ -635,19 +635,24 @@ def test_layer_norm_forward_split_follows_x_and_y():
     """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
     2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)
     split in 16 KB parts of x on 4 warps under a 128-register cap, four an SM — bf16 x with a 2-byte y at
-    131072 / 262144, with a 4-byte y at 65536-262144, fp32 x with either y at 65536-262144 — and the fused LayerNorm's rows wider than 32768 in the fused add's 8 KB
-    parts on 8 warps, four an SM; not several weight heads, nor parts that do not all fit one an SM:
-    those keep the staged 16 KB column tiles."""
+    131072 / 262144, with a 4-byte y at 65536-262144, fp32 x with either y at 65536-262144 — and the fused
+    LayerNorm's rows wider than 32768 in the fused add's staged 4 KB parts on 4 warps, eight an SM (8 KB
+    parts on 8 warps, four an SM, where those do not all fit); not several weight heads, nor parts that
+    do not all fit one an SM: those keep the staged 16 KB column tiles."""
     staged = {2: cfg.TileConfig(1, 8192, False, 16, column_stages=3), 4: cfg.TileConfig(1, 4096, False, 16, column_stages=3)}
     for n, size, out_size, residual, heads, sms in itertools.product(
             (40000, 65536, 100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
         config = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual, layer_norm=True,
                                  element_size=size, out_element_size=out_size)
-        block_n = (8192 if residual else 16384) // size
+        block_n = (4096 if residual else 16384) // size
         split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 65536 or 4 in (size, out_size))
-        if split:
-            expected = cfg.TileConfig(1, block_n, True, 8 if residual else 4, programs_per_sm=4, split=True,
-                                      max_registers=0 if residual else 128, reload=True)
+        if split and residual:  # staged 4 KB parts holding the previous row block (session 25)
+            expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=8, split=True, async_stages=3)
+        elif residual and heads == 1 and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts re-reading it
+            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
+        elif split:
+            expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128,
+                                      reload=True)
         elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536: three reads (run ZZZ)
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         else:
@@ -677,7 +682,9 @@ def test_wide_rows_take_their_family_s_tiles():
     it): the 4-byte 1 × 2048 parts past RMSNorm's 65536 and LayerNorm's 16384 columns, every fused
     add's. The backward's prefetching parts as the recomputing backward takes them (since design change
     30 the saved statistics' parts stage their loads: test_backward_split_parts_stage_their_loads); the
-    fused add's forward's 2-byte rows in staged 1 × 2048 parts on 4 warps, eight an SM asked."""
+    fused add's and the fused LayerNorm's forward rows in staged parts of 4 KB on 4 warps, eight an SM
+    asked, holding the previous row block (session 25; 8-byte rows and parts that do not all fit one an
+    SM: 8 KB parts re-reading it)."""
     for n, residual, layer_norm, size, heads, sms in itertools.product(
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
@@ -688,14 +695,12 @@ def test_wide_rows_take_their_family_s_tiles():
               and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072), (4, 262144))):
             expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128,
                                       reload=True)
-        elif layer_norm and residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts
+        elif residual and size <= 4 and heads == 1 and sms and cfg.cdiv(n, 4096 // size) <= sms:  # staged 4 KB parts
+            expected = cfg.TileConfig(1, 4096 // size, True, 4, programs_per_sm=8, split=True, async_stages=3)
+        elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
-        elif layer_norm:  # 16 KB tiles, 8 KB parts
+        elif layer_norm:  # 16 KB tiles
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
-        elif residual and size == 2 and heads == 1 and sms and cfg.cdiv(n, 2048) <= sms:  # staged 4 KB parts
-            expected = cfg.TileConfig(1, 2048, True, 4, programs_per_sm=8, split=True, async_stages=3, reload=True)
-        elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:
-            expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
             expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True)  # (run ZZZZM)
         elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
@@ -763,27 +768,32 @@ def test_backward_rows_up_to_16384_split_in_pairs():
 
 
 def test_backward_split_parts_stage_their_loads():
-    """Design change 30 (run ZZZZZC): with saved statistics and vector-aligned rows, the backward's split
-    parts stage their loads in shared memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128
-    registers, four an SM, 3 stages (RMSNorm's rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's
-    without a residual 1 × 4096 on 8 capped at 262144, none at 32768 / 65536), 4-byte rows
-    1 × 1024 on 4, four an SM (RMSNorm's of 65536 1 × 2048 on 8, two an SM) but LayerNorm's; elsewhere,
-    recomputing, unaligned, or where the staged parts do not all fit one an SM, the prefetching parts."""
+    """Design change 30 (run ZZZZZC; LayerNorm's fp32 and fused rows since session 25, runs ZZZZZD-E): with
+    saved statistics and vector-aligned rows, the backward's split parts stage their loads in shared
+    memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128 registers, four an SM, 3 stages (RMSNorm's
+    rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual 1 × 4096 on 4, two an SM,
+    at 32768, on 8 capped at 262144, none at 65536), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
+    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM); elsewhere, recomputing,
+    unaligned, or where the staged parts do not all fit one an SM, the prefetching parts."""
     def pick(n, size, residual, layer_norm, **kw):
         t = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                             element_size=size, **kw)
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.async_stages, t.prefetch)
     staged_seen = 0
     for n, residual, layer_norm, size in itertools.product(
-            (12000, 16384, 32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8)):
+            (12000, 16384, 32768, 32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8)):
         whole = cfg.next_power_of_2(n)
         prefetching = pick(n, size, residual, layer_norm, recompute=True)
         assert prefetching[-2:] == (0, True), prefetching
         assert pick(n, size, residual, layer_norm, vector_aligned=False) == prefetching
         expected = None
         if size == 2 and layer_norm and not residual:
-            expected = {16384: (1, 2048, 4, 4, 128, 3), 131072: (1, 2048, 4, 4, 128, 3),
+            expected = {16384: (1, 2048, 4, 4, 128, 3), 32768: (1, 4096, 4, 2, 0, 3), 131072: (1, 2048, 4, 4, 128, 3),
                         262144: (1, 4096, 8, 2, 128, 3)}.get(whole)
+        elif size == 2 and layer_norm:
+            expected = (1, 2048, 4, 4, 128, 3)
+        elif size == 4 and layer_norm:
+            expected = (1, 2048, 4, 3, 0, 3)
         elif size == 2 and not layer_norm:
             expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 and not residual else (1, 2048, 4, 4, 128, 3)
         elif size == 4 and not layer_norm:
@@ -793,19 +803,23 @@ def test_backward_split_parts_stage_their_loads():
         staged_seen += expected is not None
         assert pick(n, size, residual, layer_norm) == (expected + (False,) if expected else prefetching), (
             n, residual, layer_norm, size)
-    assert staged_seen == 12 + 4 + 10  # RMSNorm and the fused add bf16, LayerNorm bf16, fp32 (not 262144)
+    # RMSNorm and the fused add bf16, LayerNorm bf16, the fused LayerNorm bf16, RMSNorm and the fused add fp32
+    # (not 262144), LayerNorm and the fused LayerNorm fp32
+    assert staged_seen == 14 + 5 + 7 + 12 + 14
 
 
 def test_forward_rows_of_32768_by_bytes():
-    """Rows of 32768 (run ZZZ): the fused add's fp32 / fp64 rows (128 / 256 KB) split into 8 KB
-    parts as its bf16 rows past 32768 do (one head, every part on its own SM), its bf16 rows stay
+    """Rows of 32768 (run ZZZ): the fused add's fp32 / fp64 rows (128 / 256 KB) split — in staged 4 KB
+    parts holding the previous row block (session 25) as its bf16 rows past 32768 do, 8-byte ones in
+    8 KB parts (one head, every part on its own SM) —, its bf16 rows stay
     whole; LayerNorm's bf16 rows without a residual take the 8192-column tiles read three times,
     with a residual the whole row. Rows of 16384: the fused add splits only 8-byte ones."""
     def pick(n, residual, layer_norm, size, heads=1, sms=132):
         return cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
                                layer_norm=layer_norm, element_size=size)
     for n in (16385, 32768):
-        assert pick(n, True, False, 4) == cfg.TileConfig(1, 2048, True, 8, programs_per_sm=4, split=True, reload=True)
+        assert pick(n, True, False, 4) == cfg.TileConfig(1, 1024, True, 4, programs_per_sm=8, split=True,
+                                                         async_stages=3)  # staged 4 KB parts (session 25)
         assert pick(n, True, False, 8) == cfg.TileConfig(1, 1024, True, 8, programs_per_sm=4, split=True, reload=True)
         assert not pick(n, True, False, 2).split and pick(n, True, False, 2).one_tile
         assert not pick(n, True, False, 4, heads=8).split  # per-head weights: no split forward

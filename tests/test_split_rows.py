@@ -208,6 +208,37 @@ def test_layer_norm_forward_heuristic_matches_float64_for_each_y(n, dtype, out_d
         assert_matches(res_out, rh, residual_dtype, "residual_out")  # the fp32 sum rounded once
 
 
+@cuda_only
+@pytest.mark.parametrize("n", [32768, 40000, 65536, 100000, 200000])
+@pytest.mark.parametrize("dtype,residual_dtype", [
+    (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32), (torch.float32, torch.float32),
+    (torch.float16, torch.float16), (torch.float64, torch.float64)], ids=str)
+def test_fused_add_forward_heuristic_matches_float64(n, dtype, residual_dtype):
+    """The fused add's forward through the GPU heuristic on rows it splits (config._FWD_SPLIT_RESIDUAL_STAGED:
+    staged parts of 4 KB of the wider of x and the residual, holding the previous row block across the
+    exchange; 8-byte rows in 8 KB parts re-reading it): y, residual_out and rstd against float64, outputs
+    pre-filled with NaN."""
+    from normkit import reference
+
+    m = 33
+    x, w, _, _, _ = _inputs(m, n, dtype, seed=n)
+    residual = torch.randn(m, n, device="cuda").to(residual_dtype)
+    y = torch.full(x.shape, float("nan"), device="cuda", dtype=dtype)
+    res_out = torch.full(x.shape, float("nan"), device="cuda", dtype=residual_dtype)
+    stats = torch.float64 if dtype == torch.float64 else torch.float32
+    rstd = torch.full((m,), float("nan"), device="cuda", dtype=stats)
+    ops.launch_fwd(x, y, weight=w, residual=residual, residual_out=res_out, rstd=rstd, eps=1e-5, is_rms_norm=True)
+    config = cfg.tile_config(n, False, False, multiprocessors=multiprocessor_count(x.device), residual=True,
+                             element_size=x.element_size(), residual_element_size=residual.element_size())
+    if n * x.element_size() > 65536 and cfg.cdiv(n, 8192 // x.element_size()) <= multiprocessor_count(x.device):
+        assert config.split, config  # (fp64 rows of 200000: 196 parts of 8 KB, more than an H200's SMs)
+    cpu = lambda t: t.double().cpu()  # noqa: E731
+    ry, rh, _, rrstd = reference.norm_fwd(cpu(x), cpu(w), None, cpu(residual), eps=1e-5, is_rms_norm=True)
+    assert_matches(y, ry, dtype, f"y ({config})")
+    assert_matches(rstd, rrstd, stats, "rstd")
+    assert_matches(res_out, rh, residual_dtype, "residual_out")  # the fp32 sum rounded once
+
+
 def test_interpreter_refuses_split_configs(device):
     if not interpret():
         pytest.skip("only the interpreter refuses split configs")

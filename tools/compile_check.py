@@ -132,6 +132,10 @@ def cases():
             yield (f"fwd {dtype} split staged reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
                         STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8, RELOAD=True, SPLIT_STAGES=3), 4)
+            # staged, holding the previous row block (the fused forwards' parts since session 25)
+            yield (f"fwd {dtype} split staged held rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
+                   dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra,
+                        STORE_RESIDUAL_OUT=extra, STORE_STATS=True, SPLIT=8, SPLIT_STAGES=3), 4)
         if not one_tile and not rms:  # LayerNorm's column tiles: three reads, staged (CENTERED_PASS, COLUMN_STAGES)
             yield (f"fwd {dtype} centered-pass staged all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,

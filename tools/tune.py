@@ -248,7 +248,8 @@ def main(argv=None):
         default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
                                   residual=fused, layer_norm=args.family == "layer_norm",
                                   element_size=dtype.itemsize, recompute=args.recompute,
-                                  out_element_size=out_dtype.itemsize if args.kind == "fwd" else 0)
+                                  out_element_size=out_dtype.itemsize if args.kind == "fwd" else 0,
+                                  residual_element_size=res_dtype.itemsize if args.kind == "fwd" and fused else 0)
         # the reference result comes from the column-tiled path (no split) wherever a split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
         ref = outs[0].clone()

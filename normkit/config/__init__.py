@@ -28,7 +28,8 @@ _INTERPRET_TILE_ELEMENTS = 65536
 @functools.lru_cache(maxsize=None)
 def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
                 residual: bool = False, layer_norm: bool = False, element_size: int = 2,
-                vector_aligned: bool = True, out_element_size: int = 0, recompute: bool = False) -> TileConfig:
+                vector_aligned: bool = True, out_element_size: int = 0, recompute: bool = False,
+                residual_element_size: int = 0) -> TileConfig:
     """Tile for rows of length `n` (forward or backward), on a GPU or in the interpreter.
 
     heads and multiprocessors matter only for split rows (wide rows on a GPU: the backward's, and
@@ -50,14 +51,14 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and
-    the fused LayerNorm's wider than 32768 split across programs in 8 KB parts (_FWD_SPLIT_RESIDUAL,
-    _FWD_SPLIT_MIN_BYTES; the fused add's 2-byte rows in 4 KB parts staging their loads,
-    _FWD_SPLIT_RESIDUAL_STAGED), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
+    the fused LayerNorm's wider than 32768 split across programs (_FWD_SPLIT_MIN_BYTES) in parts of
+    4 KB of the wider of x and the residual, staging their loads and holding the previous row block
+    (_FWD_SPLIT_RESIDUAL_STAGED; 8-byte rows in 8 KB parts re-reading it, _FWD_SPLIT_RESIDUAL), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
     four an SM (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
     too with a 4-byte y), fp32 x of 65536-262144 — in 16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM);
     the backward's split parts hold 4-16 KB of a row: with saved statistics, vector-aligned rows
-    and not LayerNorm's fp32 / fused rows, 4-8 KB parts staging their loads in shared memory (_STAGED,
+    and not LayerNorm's bf16 rows of 65536 nor 8-byte rows, 4-8 KB parts staging their loads in shared memory (_STAGED,
     _staged_split); otherwise prefetching parts (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
     _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
@@ -66,6 +67,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     65536 and its register cap want a 2-byte y (a 4-byte one spills them:
     _FWD_WHOLE_RELOAD_RMS_2_BYTE, _FWD_RELOAD_CAP); its split parts are sized by y's bytes where y is
     the wider (_FWD_SPLIT_RMS).
+    residual_element_size: bytes per element of the forward's residual (the wider of the residual
+    and residual_out; 0: as x's): sizes the fused forward's split parts.
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
@@ -83,4 +86,4 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         return backward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size, vector_aligned,
                              recompute)
     return forward_tile(n, whole, heads, multiprocessors, residual, layer_norm, element_size,
-                        out_element_size or element_size)
+                        out_element_size or element_size, residual_element_size or element_size)

@@ -158,19 +158,30 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # SM, as timed (ptxas, sm_90, uncapped: the fused add's 148, LayerNorm's 142 — three an SM; RMSNorm's
 # 128 either way, 413.2 / 414.4 µs at 8192×32768). (rows, part width, warps, programs an SM, register
 # cap, reload, stages)
+# Session 25, runs ZZZZZD / ZZZZZE sweeps (tools/tune.py --config, µs, against the heuristic's prefetching
+# parts in the same process): the fused LayerNorm's bf16 rows (--residual) in _STAGED: 4096×16384 155.9
+# against 169.8, 8192×32768 606.1 / 641.9, 4096×65536 626.9 / 716.4 (four deep 602.1), 2048×131072 612.8 /
+# 748.6, 1024×262144 599.3 / 823.6 (four deep 637.2); LayerNorm's fp32 rows, with or without a residual,
+# in 1 × 2048 on 4, three an SM (1 × 1024 lost everywhere): 4096×16384 211.5 / 221.1, 8192×32768 863.1 /
+# 926.6, 4096×65536 879.3 / 893.6, 2048×131072 827.8 / 930.6; the fused LayerNorm's 265.1 / 291.1,
+# 1040.6 / 1108.5; LayerNorm bf16 8192×32768 1 × 4096 on 4, two an SM, 486.0 / 512.3 (485.5 in run
+# ZZZZZC's sweep; its 1 × 2048 517.6-527.9). Not LayerNorm bf16 4096×65536 (best staged 519.6 / 512.5).
 _STAGED = (1, 2048, 4, 4, 128, False, 3)
 _STAGED_RMS = {131072: (1, 4096, 4, 2, 0, False, 3)}
-_STAGED_LAYER_NORM = {16384: _STAGED, 131072: _STAGED, 262144: (1, 4096, 8, 2, 128, False, 3)}
+_STAGED_LAYER_NORM = {16384: _STAGED, 32768: (1, 4096, 4, 2, 0, False, 3), 131072: _STAGED,
+                      262144: (1, 4096, 8, 2, 128, False, 3)}
 _STAGED_4_BYTE = (1, 1024, 4, 4, 0, False, 3)
 _STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
+_STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 3)
 
 
 def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
     """The staged split parts (design change 30) for rows of `whole`, or None where the
-    prefetching parts stay (LayerNorm at 32768 / 65536 and in fp32, the fused LayerNorm — not
-    measured — and 8-byte elements)."""
+    prefetching parts stay (LayerNorm's bf16 rows of 65536 without a residual, and 8-byte elements)."""
     if layer_norm:
-        return _STAGED_LAYER_NORM.get(whole) if element_size == 2 and not residual else None
+        if element_size == 4:
+            return _STAGED_4_BYTE_LAYER_NORM
+        return (_STAGED if residual else _STAGED_LAYER_NORM.get(whole)) if element_size == 2 else None
     if element_size == 2:
         return _STAGED if residual else _STAGED_RMS.get(whole, _STAGED)
     if element_size == 4:

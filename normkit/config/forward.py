@@ -48,8 +48,17 @@ _FWD_SPLIT_MIN_BYTES = 65536
 # parts): 4096×65536 579.5 against 604.9, 2048×131072 576.3 against 607.5, 1024×262144 580.7 against
 # 600.4 (RMSNorm's and LayerNorm's split forwards lost staged: RMSNorm 2048×131072 309.5-353.2 against
 # 305.1, LayerNorm 397.8-480.2 against 354.4). fp32 rows and the fused LayerNorm: not measured.
-# (block_m, block_n, num_warps, programs an SM, stages)
-_FWD_SPLIT_RESIDUAL_STAGED = (1, 2048, 4, 8, 3)
+# Session 25 (runs ZZZZZD / ZZZZZE sweeps, µs, against the heuristic then in the same process): the
+# staged parts hold the previous row block in registers across the exchange (reload False) instead of
+# re-reading it from L2 — only the first read is staged then (the pipeliner had issued the re-read with
+# it, both from DRAM) — and take every fused row that splits: the fused add bf16 4096×65536 549.8
+# against 586.5 re-reading, 2048×131072 532.0 / 574.8; fp32 (1 × 1024) 1070.1 / 1184.9, 1061.1 /
+# 1229.5; bf16 x with an fp32 residual (1 × 1024) 818.9 / 952.6, 817.6 / 932.5 (1 × 2048 845.8 / 820.8);
+# the fused LayerNorm bf16 662.2 / 687.5, 623.3 / 702.0, fp32 1153.7 / 1310.1 (1 × 2048 on 4: 1198.4).
+# A part is 4 KB of the wider of x and the residual. Four deep: ±3 %. RMSNorm's split forward lost held
+# (2048×131072 1 × 4096 on 4 333.0, 1 × 2048 staged 323.6 against 296.5 for its 16 KB parts).
+# (block_m, part bytes, num_warps, programs an SM, stages)
+_FWD_SPLIT_RESIDUAL_STAGED = (1, 4096, 4, 8, 3)
 # RMSNorm's rows of 128 KB and more without a residual split too (the column tiles reach 63-73 %), in
 # parts of 16 KB of the wider of x and y, four an SM: 2-byte parts (1 × 8192; 1 × 4096 for a 4-byte
 # y) on 4 warps, fp32 ones (1 × 4096) on 8. Run ZZZZL's sweep (tools/tune.py --kind fwd --config,
@@ -174,9 +183,10 @@ def _num_warps(tile_elements: int, cap: int = 16) -> int:
 
 
 def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
-                 element_size: int, out_element_size: int) -> TileConfig:
+                 element_size: int, out_element_size: int, residual_element_size: int) -> TileConfig:
     """The forward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the
-    arguments as `normkit.config.tile_config`'s (out_element_size: y's, resolved)."""
+    arguments as `normkit.config.tile_config`'s (out_element_size, residual_element_size: y's and the
+    residual's, resolved)."""
     if layer_norm and element_size == 4 and whole in _FWD_LAYER_NORM_4_BYTE:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
@@ -193,11 +203,11 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
     block_n = part_bytes // element_size
     wide = whole > _MAX_ONE_TILE_FWD if layer_norm else whole * element_size > _FWD_SPLIT_MIN_BYTES
-    staged_rows, staged_n, staged_warps, staged_per_sm, stages = _FWD_SPLIT_RESIDUAL_STAGED
-    if (residual and not layer_norm and element_size == 2 and heads == 1 and wide
-            and cdiv(n, staged_n) <= multiprocessors):
+    staged_rows, staged_bytes, staged_warps, staged_per_sm, stages = _FWD_SPLIT_RESIDUAL_STAGED
+    staged_n = staged_bytes // max(element_size, residual_element_size)
+    if residual and element_size <= 4 and heads == 1 and wide and cdiv(n, staged_n) <= multiprocessors:
         return TileConfig(staged_rows, staged_n, True, staged_warps, programs_per_sm=staged_per_sm, split=True,
-                          async_stages=stages, reload=True)
+                          async_stages=stages)
     if residual and heads == 1 and wide and cdiv(n, block_n) <= multiprocessors:  # resident even at 1 an SM
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, reload=True)
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
