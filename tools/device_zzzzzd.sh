@@ -22,7 +22,18 @@
 #    Count (ptxas, sm_90): RMSNorm 1 × 4096 on 4 held 118 registers (four an SM), 1 × 2048 staged 3 deep
 #    held 64 registers + 16 KB shared (eight an SM); the fused add 1 × 2048 staged held 72 + 24 KB (seven).
 #    Prediction: RMSNorm 2048×131072 300 → 270-285 µs (85 → 90-95 %), the fused add 580 → 540-560.
-#  Outcome: (to fill)
+#  Outcome (session 25, 2026-12-01; device dirs /work/.device/1-2): `fwd`: tests 144 passed (check mode);
+#    the held parts won the fused add only — bf16 4096×65536 1 × 2048 three deep held 549.8 (four deep
+#    546.0) against the heuristic's re-reading 586.5, 2048×131072 532.0 against 574.8 (95 %); RMSNorm lost
+#    (2048×131072 1 × 4096 held 333.0, 1 × 2048 staged held 323.6 / 326.3 against 296.5; 1024×262144
+#    319-363 against 291.6), fp32 RMSNorm (583.7 against 576.5), LayerNorm (518.0 / 382.6 against 342.0).
+#    Prediction met for the fused add (540-560), missed for RMSNorm (270-285 predicted: it lost 9-12 %).
+#    `sweep`: the fused LayerNorm's backward staged −8 to −18 % (155.9 / 169.8, 606.1 / 641.9, 612.8 /
+#    748.6; predicted −10 to −20 %: met), LayerNorm fp32 staged 1 × 2048 three an SM −2 / −4 % (879.3 /
+#    893.6, 211.5 / 221.1), LayerNorm bf16 8192×32768 1 × 4096 on 4 486.0 against 512.3 (4096×65536: no
+#    staged part won, 519.6-589.7 against 512.5; predicted ±5 %: met), the recomputing parts capped still
+#    slower (RMSNorm 127.9-130.1 / 121.5, 493.5-535.5 / 467.2; LayerNorm 212.0 / 143.7, 874.3 / 749.9:
+#    as predicted), RMSNorm 2048×131072 four deep 431.4 / 434.0 (±1 %, as predicted).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?sweep} in

@@ -101,12 +101,12 @@ def split_candidates(n):
                     out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
                                               max_registers=fitting, reload=reload))
     # parts staging their loads in shared memory (design change 30; async_stages, neither prefetch nor
-    # reload), 1024-8192 elements on 4 or 8 warps: two or four an SM on 4 warps, one or two on 8, each
-    # also capped at the registers that let them fit
+    # reload), 1024-8192 elements on 4 or 8 warps: two to four an SM on 4 warps (three: LayerNorm's fp32
+    # parts, session 25), one or two on 8, each also capped at the registers that let them fit
     for block_n, block_m, warps in itertools.product((1024, 2048, 4096), (1, 2), (4, 8)):
         tile = block_n * block_m
         if block_n < n and 1024 <= tile <= 8192 and tile // (32 * warps) in (4, 8, 16, 32):
-            for per_sm, stages in itertools.product({4: (2, 4), 8: (1, 2)}[warps], (3, 4)):
+            for per_sm, stages in itertools.product({4: (2, 3, 4), 8: (1, 2)}[warps], (3, 4)):
                 fitting = 65536 // (per_sm * warps * 32)
                 for cap in sorted({0, fitting if fitting < 255 else 0}):
                     out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
