@@ -29,7 +29,22 @@
 #    in `grid`); memcheck of the forward's split configurations 56 runs, 0 errors; every changed shape's
 #    heuristic picks the new parts and matches its sweep (e.g. the fused LayerNorm bf16 2048×131072 617.9
 #    against 746.0, the fused add fp32 8192×32768 — not swept before — 1091.8 against 1204.6). `grid`:
-#    docs/bench_h200_run_zzzzze.json (copy 4264 GB/s; BENCHMARKS "Current numbers").
+#    docs/bench_h200_run_zzzzze.json (copy 4264 GB/s).
+#  - `sweep3` (~30 s): the split forwards without a residual staged in larger parts (held 1 × 4096 / 1 × 8192).
+#    Prediction ±5 % of the 16 KB re-reading parts. Outcome: lost everywhere (RMSNorm 2048×131072 310.1-359.0
+#    against 299.8, 1024×262144 318.8-381.5 / 297.2, fp32 606.7-613.3 / 578.0, LayerNorm 394.0-518.5 / 346.2).
+#  - `sweep4` (~30 s): neighbours of the staged backward parts where targets are not met. Prediction ±3 %.
+#    Outcome: LayerNorm fp32 four deep 813.3 against 888.3 at 4096×65536 (−8 %: beyond the prediction);
+#    the rest within ±2 % or slower (LayerNorm bf16 4096×16384 128.2-137.6 / 130.6, 4096×65536 523.8-580.5
+#    / 514.7; RMSNorm 4096×16384 108.4-113.7 / 109.3).
+#  - `sweep5` (~20 s): that four-deep part again, each configuration two or three times in one process.
+#    Outcome: 8192×32768 807.7-811.4 against 858.8-860.6, 4096×65536 811.0-811.8 / 883.4-885.3, the fused
+#    LayerNorm 4096×65536 1000.9 / 1037.0-1039.9; ties at 2048×131072 (820.0-822.1 / 820.5-821.8) and
+#    4096×16384 (fused 265.3 / 264.9-266.5) — landed (_STAGED_4_BYTE_LAYER_NORM four deep).
+#  - `land2` (~5.5 min): the landed build — heuristic four deep 810.5 / 808.2 / 1013.9 against three deep's
+#    857.9 / 875.6 / 1042.6; the fp32 split backward tests 28 passed; the grid again:
+#    docs/bench_h200_run_zzzzze2.json (copy 4191 GB/s; BENCHMARKS "Current numbers"): LayerNorm fp32
+#    4096×65536 878.7 → 806.2 µs (95 %), other rows of ≥ 8 MB within ±2.5 % of `grid`.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?sweep} in
@@ -56,6 +71,30 @@ sweep2)
         1x2048:4:split:a4:p4:r128
     tune_sweep bwd rms bf16 2048x131072,4096x16384 50 1x1024:4:split:a3:p8 1x1024:2:split:a3:p8
   } 2>&1 | tee "$L/sweep2.log" ;;
+sweep3)
+  # the split forwards without a residual, staged with larger parts than run ZZZZZD's held 1 × 2048
+  # (RMSNorm bf16 2048×131072 85 %, fp32 4096×65536 87 %, LayerNorm bf16 2048×131072 74 %)
+  { tune_sweep fwd rms bf16 2048x131072,1024x262144 60 1x4096:4:split:a3:p4 1x4096:8:split:a3:p4 \
+        1x8192:8:split:a3:p2 1x4096:4:split:a3:p4:reload
+    tune_sweep fwd rms fp32 4096x65536 30 1x2048:4:split:a3:p4 1x2048:8:split:a3:p4
+    tune_sweep fwd layer_norm bf16 2048x131072 30 1x4096:4:split:a3:p4:r128 1x4096:8:split:a3:p4
+  } 2>&1 | tee "$L/sweep3.log" ;;
+sweep4)
+  # the staged backward parts' neighbours where the targets are not met: LayerNorm bf16 4096×16384 (73 %)
+  # and fp32 4096×65536 (86 %), RMSNorm bf16 4096×16384 (88 %)
+  { tune_sweep bwd layer_norm bf16 4096x16384,4096x65536 60 1x4096:4:split:a3:p2 1x2048:4:split:a4:p4:r128 \
+        2x2048:4:split:a3:p2
+    tune_sweep bwd layer_norm fp32 4096x65536,4096x16384 50 1x2048:4:split:a4:p3 1x2048:4:split:a3:p4:r128
+    tune_sweep bwd rms bf16 4096x16384 30 1x2048:4:split:a4:p4:r128 1x4096:4:split:a3:p2
+  } 2>&1 | tee "$L/sweep4.log" ;;
+sweep5)
+  # LayerNorm fp32's staged parts four deep (sweep4: 813.3 against 888.3 three deep at 4096×65536), each
+  # configuration twice in the process, every width, and the fused LayerNorm's
+  { tune_sweep bwd layer_norm fp32 8192x32768,4096x65536,2048x131072 90 1x2048:4:split:a4:p3 1x2048:4:split:a3:p3 \
+        1x2048:4:split:a4:p3 1x2048:4:split:a3:p3
+    TUNE_ARGS="--residual" tune_sweep bwd layer_norm fp32 4096x16384,4096x65536 50 1x2048:4:split:a4:p3 \
+        1x2048:4:split:a3:p3
+  } 2>&1 | tee "$L/sweep5.log" ;;
 land)
   # the tables as changed (session 25): GPU split tests in check mode, memcheck of the forward's split
   # configurations, then each changed shape's heuristic against the configuration it replaced, same process
@@ -73,6 +112,14 @@ land)
     TUNE_ARGS="--residual" tune_sweep fwd layer_norm bf16 4096x65536,2048x131072 30 1x4096:8:split:p4:reload
     TUNE_ARGS="--residual" tune_sweep fwd layer_norm fp32 4096x65536 20 1x2048:8:split:p4:reload
   } 2>&1 | tee "$L/land.log" ;;
+land2)
+  # LayerNorm's fp32 staged parts four deep as landed: the heuristic against three deep, GPU tests of the
+  # fp32 split backward (the heuristic's own configuration at 40000), then the grid again
+  { tune_sweep bwd layer_norm fp32 8192x32768,4096x65536 40 1x2048:4:split:a3:p3
+    TUNE_ARGS="--residual" tune_sweep bwd layer_norm fp32 4096x65536 20 1x2048:4:split:a3:p3
+  } 2>&1 | tee "$L/land2.log"
+  checked_tests 90 tests/test_split_rows.py -k "split_backward and float32"
+  side_by_side 450 ;;
 grid)
   side_by_side 450
   checked_tests 60 tests/test_split_rows.py -k fused_add_forward_heuristic ;;

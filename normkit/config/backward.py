@@ -166,13 +166,17 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # 926.6, 4096×65536 879.3 / 893.6, 2048×131072 827.8 / 930.6; the fused LayerNorm's 265.1 / 291.1,
 # 1040.6 / 1108.5; LayerNorm bf16 8192×32768 1 × 4096 on 4, two an SM, 486.0 / 512.3 (485.5 in run
 # ZZZZZC's sweep; its 1 × 2048 517.6-527.9). Not LayerNorm bf16 4096×65536 (best staged 519.6 / 512.5).
+# LayerNorm's fp32 parts four deep (run ZZZZZE sweep4 / sweep5, each configuration two or three times in
+# one process, µs, four against three deep): 8192×32768 807.7-811.4 / 858.8-860.6, 4096×65536 811.0-813.3
+# / 883.4-888.3, the fused LayerNorm 4096×65536 1000.9 / 1037.0-1039.9; ties at 2048×131072 (820.0-822.1 /
+# 820.5-821.8) and 4096×16384 (209.6 / 211.8, the fused 265.3 / 264.9-266.5).
 _STAGED = (1, 2048, 4, 4, 128, False, 3)
 _STAGED_RMS = {131072: (1, 4096, 4, 2, 0, False, 3)}
 _STAGED_LAYER_NORM = {16384: _STAGED, 32768: (1, 4096, 4, 2, 0, False, 3), 131072: _STAGED,
                       262144: (1, 4096, 8, 2, 128, False, 3)}
 _STAGED_4_BYTE = (1, 1024, 4, 4, 0, False, 3)
 _STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
-_STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 3)
+_STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 4)
 
 
 def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
