@@ -45,6 +45,11 @@
 #    857.9 / 875.6 / 1042.6; the fp32 split backward tests 28 passed; the grid again:
 #    docs/bench_h200_run_zzzzze2.json (copy 4191 GB/s; BENCHMARKS "Current numbers"): LayerNorm fp32
 #    4096×65536 878.7 → 806.2 µs (95 %), other rows of ≥ 8 MB within ±2.5 % of `grid`.
+#  - `sweep6` (~20 s): the fused LayerNorm's bf16 parts four deep, each configuration twice. Prediction:
+#    −4 % at 65536 (sweep / sweep2), ±3 % at 32768. Outcome: 579.4-580.8 against 605.9-607.7 at 8192×32768,
+#    595.9-596.5 against 624.7-625.2 at 4096×65536 — landed at 32768 / 65536 (_STAGED_LAYER_NORM_RESIDUAL).
+#  - `land3` (~30 s): as landed — the bf16 split backward tests 28 passed (check mode); the heuristic 578.3
+#    / 594.6 against three deep's 605.1 / 624.2. (Not in the grids: the bench has no fused LayerNorm.)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?sweep} in
@@ -95,6 +100,18 @@ sweep5)
     TUNE_ARGS="--residual" tune_sweep bwd layer_norm fp32 4096x16384,4096x65536 50 1x2048:4:split:a4:p3 \
         1x2048:4:split:a3:p3
   } 2>&1 | tee "$L/sweep5.log" ;;
+sweep6)
+  # the fused LayerNorm's bf16 parts four deep (sweep / sweep2: 602.1 / 597.0 against three deep's 626.9 /
+  # 622.9 at 4096×65536, but slower at 131072 / 262144): each configuration twice in one process
+  { TUNE_ARGS="--residual" tune_sweep bwd layer_norm bf16 8192x32768,4096x65536 60 1x2048:4:split:a4:p4:r128 \
+        1x2048:4:split:a3:p4:r128 1x2048:4:split:a4:p4:r128 1x2048:4:split:a3:p4:r128
+  } 2>&1 | tee "$L/sweep6.log" ;;
+land3)
+  # the fused LayerNorm's bf16 parts four deep at 32768 / 65536 as landed: GPU tests of the bf16 split
+  # backward (the heuristic's own configuration at 40000 with dresidual_out: these parts), then the heuristic
+  checked_tests 60 tests/test_split_rows.py -k "split_backward and bfloat16"
+  TUNE_ARGS="--residual" tune_sweep bwd layer_norm bf16 8192x32768,4096x65536 40 1x2048:4:split:a3:p4:r128 \
+      | tee "$L/land3.log" ;;
 land)
   # the tables as changed (session 25): GPU split tests in check mode, memcheck of the forward's split
   # configurations, then each changed shape's heuristic against the configuration it replaced, same process

@@ -169,7 +169,10 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # LayerNorm's fp32 parts four deep (run ZZZZZE sweep4 / sweep5, each configuration two or three times in
 # one process, µs, four against three deep): 8192×32768 807.7-811.4 / 858.8-860.6, 4096×65536 811.0-813.3
 # / 883.4-888.3, the fused LayerNorm 4096×65536 1000.9 / 1037.0-1039.9; ties at 2048×131072 (820.0-822.1 /
-# 820.5-821.8) and 4096×16384 (209.6 / 211.8, the fused 265.3 / 264.9-266.5).
+# 820.5-821.8) and 4096×16384 (209.6 / 211.8, the fused 265.3 / 264.9-266.5). The fused LayerNorm's bf16 parts
+# four deep at 32768 / 65536 (run ZZZZZE sweep6, each twice in one process: 579.4-580.8 against 605.9-607.7,
+# 595.9-596.5 against 624.7-625.2; sweep / sweep2 at 65536: 602.1 / 597.0 against 626.9 / 622.9) — not at
+# 131072 / 262144 (628.9 against 610.5, 637.2 against 599.3).
 _STAGED = (1, 2048, 4, 4, 128, False, 3)
 _STAGED_RMS = {131072: (1, 4096, 4, 2, 0, False, 3)}
 _STAGED_LAYER_NORM = {16384: _STAGED, 32768: (1, 4096, 4, 2, 0, False, 3), 131072: _STAGED,
@@ -177,6 +180,8 @@ _STAGED_LAYER_NORM = {16384: _STAGED, 32768: (1, 4096, 4, 2, 0, False, 3), 13107
 _STAGED_4_BYTE = (1, 1024, 4, 4, 0, False, 3)
 _STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
 _STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 4)
+_STAGED_FOUR_DEEP = _STAGED[:-1] + (4,)
+_STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEEP}
 
 
 def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
@@ -185,7 +190,9 @@ def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: in
     if layer_norm:
         if element_size == 4:
             return _STAGED_4_BYTE_LAYER_NORM
-        return (_STAGED if residual else _STAGED_LAYER_NORM.get(whole)) if element_size == 2 else None
+        if element_size != 2:
+            return None
+        return _STAGED_LAYER_NORM_RESIDUAL.get(whole, _STAGED) if residual else _STAGED_LAYER_NORM.get(whole)
     if element_size == 2:
         return _STAGED if residual else _STAGED_RMS.get(whole, _STAGED)
     if element_size == 4:
