@@ -122,6 +122,7 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     (33, 40000, _split(8192, warps=8)),  # 5 parts of 8192
     (300, 4096, _split(512, async_stages=3)),  # staged loads, the wait spinning in PTX (design change 30)
     (33, 40000, _split(2048, async_stages=3)),
+    (33, 40001, _split(2048, async_stages=3)),  # rows not vector-aligned: the pipeliner's loads as written
     # the previous row block read again for y (reload, what the heuristics ask) rather than held
     (7, 1000, _split(128, reload=True)),
     (300, 4097, _split(1024, block_m=2, reload=True)),
