@@ -53,14 +53,15 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and
     the fused LayerNorm's wider than 32768 split across programs (_FWD_SPLIT_MIN_BYTES) in parts of
     4 KB of the wider of x and the residual, staging their loads and holding the previous row block
-    (_FWD_SPLIT_RESIDUAL_STAGED; 8-byte rows in 8 KB parts re-reading it, _FWD_SPLIT_RESIDUAL), RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y,
-    four an SM (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
+    (_FWD_SPLIT_RESIDUAL_STAGED; 8-byte rows in 8 KB parts re-reading it, _FWD_SPLIT_RESIDUAL),
+    RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y, four an SM
+    (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
     too with a 4-byte y), fp32 x of 65536-262144 — in 16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM);
     the backward's split parts hold 4-16 KB of a row: with saved statistics, vector-aligned rows
-    and not LayerNorm's bf16 rows of 65536 nor 8-byte rows, 4-8 KB parts staging their loads in shared memory (_STAGED,
-    _staged_split); otherwise prefetching parts (_PAIRED_SPLIT: 2-byte rows on two programs an SM,
-    _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
+    and not LayerNorm's bf16 rows of 65536 nor 8-byte rows, 4-8 KB parts staging their loads in shared
+    memory (_STAGED, _staged_split); otherwise prefetching parts (_PAIRED_SPLIT: 2-byte rows on two
+    programs an SM, _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous row block after the exchange
     instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to
     _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     out_element_size: bytes per element of the forward's y (0: as x's). RMSNorm's whole rows of

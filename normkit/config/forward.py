@@ -47,7 +47,7 @@ _FWD_SPLIT_MIN_BYTES = 65536
 # (cp.async; the exchange's wait spins in PTX). Runs ZZZZZC sweep2 / sweep3 (bf16, µs, against the 8 KB
 # parts): 4096×65536 579.5 against 604.9, 2048×131072 576.3 against 607.5, 1024×262144 580.7 against
 # 600.4 (RMSNorm's and LayerNorm's split forwards lost staged: RMSNorm 2048×131072 309.5-353.2 against
-# 305.1, LayerNorm 397.8-480.2 against 354.4). fp32 rows and the fused LayerNorm: not measured.
+# 305.1, LayerNorm 397.8-480.2 against 354.4). fp32 rows and the fused LayerNorm: not measured then.
 # Session 25 (runs ZZZZZD / ZZZZZE sweeps, µs, against the heuristic then in the same process): the
 # staged parts hold the previous row block in registers across the exchange (reload False) instead of
 # re-reading it from L2 — only the first read is staged then (the pipeliner had issued the re-read with
