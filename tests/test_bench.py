@@ -29,6 +29,8 @@ def test_min_bytes_per_family():
     assert timing.min_bytes("bwd", 16384, 4096, 2, "fused_add") == 4 * 16384 * 4096 * 2
     assert timing.min_bytes("fwd", 16384, 4096, 4, "layer_norm") == 2 * 16384 * 4096 * 4
     assert timing.min_bytes("bwd", 16384, 4096, 2, "layer_norm") == 3 * 16384 * 4096 * 2
+    for kind in ("fwd", "bwd"):  # the fused LayerNorm as the fused add
+        assert timing.min_bytes(kind, 16384, 4096, 2, "fused_layer_norm") == 4 * 16384 * 4096 * 2
     assert timing.min_bytes("bwd", 8, 8, 2, "rms") == timing.min_bytes("bwd", 8, 8, 2)
     assert set(timing.PASS_TENSORS) == set(output.FAMILY_TITLES) == set(FAMILIES)
     with pytest.raises(KeyError):
@@ -86,7 +88,7 @@ def test_grid():
 
 
 def test_parse_families():
-    assert cli.parse_families("all") == ["rms", "fused_add", "layer_norm"]
+    assert cli.parse_families("all") == ["rms", "fused_add", "layer_norm", "fused_layer_norm"]
     assert cli.parse_families(" Fused_Add, rms,fused_add") == ["fused_add", "rms"]
     assert cli.parse_families("layer_norm,all") == list(FAMILIES)
     for bad in ("group_norm", "", ",", "fused-add"):
@@ -101,13 +103,14 @@ def test_help_lists_the_options(capsys):
         cli.main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "--family" in out and "rms,fused_add,layer_norm, or all" in out and "% copy" in out
+    assert "--family" in out and "rms,fused_add,layer_norm,fused_layer_norm, or all" in out and "% copy" in out
 
 
 def test_grids_per_family():
     grids = cli.build_grids(cli.parse_families("all"), None, None)
     fp32_wide = [(torch.float32, 4096, 16384), (torch.float32, 4096, 65536)]  # every family's
-    assert list(grids) == ["rms", "fused_add", "layer_norm"] and grids["rms"] == [*cli.DEFAULT_GRID, *fp32_wide]
+    assert list(grids) == ["rms", "fused_add", "layer_norm", "fused_layer_norm"]
+    assert grids["rms"] == [*cli.DEFAULT_GRID, *fp32_wide]
     bf16 = torch.bfloat16
     wide = [(bf16, 4096, 16384), (bf16, 8192, 32768), (bf16, 4096, 65536), (bf16, 2048, 131072)]
     assert all(case in cli.DEFAULT_GRID for case in wide)  # the same wide rows as RMSNorm's
@@ -115,6 +118,7 @@ def test_grids_per_family():
                                   (bf16, 4096, 2048), *wide, *fp32_wide]
     assert grids["layer_norm"] == [(bf16, 16384, 1024), (bf16, 16384, 4096), (bf16, 16384, 8192),
                                    (bf16, 4096, 2048), *wide, (torch.float32, 16384, 4096), *fp32_wide]
+    assert grids["fused_layer_norm"] == [(bf16, 16384, 4096), (bf16, 16384, 8192), *wide, *fp32_wide]
     fp32 = cli.build_grids(["fused_add", "layer_norm"], None, [torch.float32])
     assert fp32 == {"fused_add": fp32_wide, "layer_norm": [(torch.float32, 16384, 4096), *fp32_wide]}
     shapes = cli.build_grids(["layer_norm", "rms"], [(8, 16)], None)
@@ -254,7 +258,8 @@ def test_family_errors_name_every_output_and_gradient():
                                 eps)
         expected = {"rms": {"y", "dx", "dweight"},
                     "fused_add": {"y", "residual_out", "dx", "dresidual", "dweight"},
-                    "layer_norm": {"y", "dx", "dweight", "dbias"}}[name]
+                    "layer_norm": {"y", "dx", "dweight", "dbias"},
+                    "fused_layer_norm": {"y", "residual_out", "dx", "dresidual", "dweight", "dbias"}}[name]
         assert set(exact) == expected and all(v == 0.0 for v in exact.values()), name
         off = families.errors(family, sample, [outputs[k] for k in family.outputs],
                               [1.01 * g for g in input_grads], eps)
@@ -273,6 +278,12 @@ def test_composites_match_the_reference():
     torch.testing.assert_close(
         families.layer_norm_composite(x, weight, bias, 1e-5),
         torch.nn.functional.layer_norm(x, (48,), weight, bias, 1e-5))
+    y, h = families.fused_layer_norm_composite(x, residual, weight, bias, 1e-5)
+    y_ref, h_ref, _, _ = reference.norm_fwd(x, weight, bias, residual, eps=1e-5, is_rms_norm=False)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(h, h_ref)
+    y, h = families.fused_layer_norm_composite(x.bfloat16(), residual, weight.bfloat16(), bias.bfloat16(), 1e-5)
+    assert y.dtype == torch.bfloat16 and h.dtype == torch.float32
     y, h = families.fused_add_composite(x.bfloat16(), residual, weight.bfloat16(), 1e-6)
     assert y.dtype == torch.bfloat16 and h.dtype == torch.float32
 
@@ -341,7 +352,7 @@ def test_cli_reports_a_failing_impl(monkeypatch, capsys):
     assert "normkit failed" in captured.err
 
 
-@pytest.mark.parametrize("family", ["fused_add", "layer_norm"])
+@pytest.mark.parametrize("family", ["fused_add", "layer_norm", "fused_layer_norm"])
 def test_cli_dry_run_per_family(family, capsys, tmp_path):
     path = tmp_path / "bench.json"
     assert cli.main(["--dry-run", "--family", family, "--shapes", "4x64", "--dtypes", "fp32",
@@ -353,7 +364,8 @@ def test_cli_dry_run_per_family(family, capsys, tmp_path):
     assert [(r["family"], r["impl"]) for r in data["results"]] == [(family, "normkit"),
                                                                     (family, "native")]
     expected = {"fused_add": {"y", "residual_out", "dx", "dresidual", "dweight"},
-                "layer_norm": {"y", "dx", "dweight", "dbias"}}[family]
+                "layer_norm": {"y", "dx", "dweight", "dbias"},
+                "fused_layer_norm": {"y", "residual_out", "dx", "dresidual", "dweight", "dbias"}}[family]
     for r in data["results"]:
         errors = {k[4:]: v for k, v in r.items() if k.startswith("err_")}
         assert set(errors) == expected and max(errors.values()) < 1e-5, r

@@ -26,11 +26,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from normkit.bench.output import fmt_us  # noqa: E402
+from normkit.bench.output import FAMILY_TITLES as NAMES, fmt_us  # noqa: E402
 
 IMPLS = ("normkit", "native", "compile", "liger")
-NAMES = {"rms": "RMSNorm", "fused_add": "Fused residual add + RMSNorm (prenorm)",
-         "layer_norm": "LayerNorm (weight and bias)"}
 DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
 PASSES = {"bwd": "backward", "fwd": "forward"}
 

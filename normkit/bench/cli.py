@@ -1,12 +1,13 @@
 """`python -m normkit bench`: normkit against its peers, GPU time and % of copy bandwidth.
 
-For every family (RMSNorm, fused residual add + RMSNorm, LayerNorm: `normkit.bench.families`),
+For every family (RMSNorm, fused residual add + RMSNorm, LayerNorm, fused residual add + LayerNorm:
+`normkit.bench.families`),
 shape and implementation: forward and backward GPU time from CUDA-graph replays
 (`normkit.bench.timing`), % of the copy bandwidth measured in the same run, eager wall time per
 call (fwd, and fwd + torch.autograd.grad), and the relative error against float64.
 
     python -m normkit bench                                   # the ANCHORS.md grid, every peer found
-    python -m normkit bench --family all                      # RMSNorm, fused add and LayerNorm
+    python -m normkit bench --family all                      # RMSNorm, LayerNorm, each fused or not
     python -m normkit bench --shapes 4096x2048 --dtypes bf16,fp32 --impls normkit,compile
     python -m normkit bench --markdown --json bench.json --plot bench.png
     python -m normkit bench --dry-run                         # no GPU: checks the plumbing only
@@ -51,6 +52,9 @@ DEFAULT_GRIDS: Dict[str, List[Case]] = {
     "layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 1024), (16384, 4096),
                                                          (16384, 8192), (4096, 2048), *WIDE_ROWS)),
                    (torch.float32, 16384, 4096), *FP32_WIDE_ROWS],
+    # the fused LayerNorm (since session 25): the LayerNorm grid's ≥ 64 MB bf16 shapes and the fp32 wide rows
+    "fused_layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 4096), (16384, 8192), *WIDE_ROWS)),
+                         *FP32_WIDE_ROWS],
 }
 DRY_RUN_GRID: List[Case] = [(torch.float32, 64, 256)]
 DRY_RUN_IMPLS = ("normkit", "native")  # compile would spend most of a dry run compiling C++

@@ -1,4 +1,5 @@
-"""What the benchmark measures: plain RMSNorm, fused residual add + RMSNorm (prenorm), LayerNorm.
+"""What the benchmark measures: plain RMSNorm, fused residual add + RMSNorm (prenorm), LayerNorm, fused
+residual add + LayerNorm (prenorm).
 
 A `Family` names what its implementations take and return; inputs, errors and timing follow
 from those names, so every family goes through the same measurement (`normkit.bench.cli`):
@@ -6,6 +7,8 @@ from those names, so every family goes through the same measurement (`normkit.be
   rms         apply(x, weight, eps) -> y                              grads (dy,)
   fused_add   apply(x, residual, weight, eps) -> (y, residual_out)    grads (dy, dresidual_out)
   layer_norm  apply(x, weight, bias, eps) -> y                        grads (dy,)
+  fused_layer_norm  apply(x, residual, weight, bias, eps) -> (y, residual_out)
+                                                                      grads (dy, dresidual_out)
 
 backward(inputs, grads, eps) returns the gradients of the inputs in their order (see `peers`).
 
@@ -15,7 +18,10 @@ of the float32 composite h = x + residual, y = RMSNorm(h); liger = LigerFusedAdd
 quack = quack.rmsnorm.rmsnorm(..., residual, prenorm=True).
 LayerNorm peers: normkit.layer_norm, backward = layer_norm_bwd with the saved mean and rstd;
 native = F.layer_norm; compile = torch.compile of the float32 composite; liger =
-LigerLayerNormFunction. Peers take their backward from autograd.
+LigerLayerNormFunction. Fused LayerNorm peers: normkit.layer_norm(..., residual, prenorm=True), backward =
+layer_norm_bwd on the saved residual_out, mean and rstd; native = F.layer_norm(x + residual); compile =
+torch.compile of the float32 composite (neither Liger nor quack has a fused LayerNorm with autograd).
+Peers take their backward from autograd.
 """
 
 from dataclasses import dataclass
@@ -186,6 +192,44 @@ def _liger_layer_norm() -> Impl:
     return liger_impl(LigerLayerNormFunction, 3, "LigerLayerNormFunction")
 
 
+# ----------------------------------------------------------------------------- fused residual add + LayerNorm
+def _normkit_fused_layer_norm() -> Impl:
+    import normkit
+
+    def apply(x, residual, weight, bias, eps):
+        return normkit.layer_norm(x, weight, bias, residual=residual, eps=eps, prenorm=True)
+
+    def backward(inputs, grads, eps):
+        (x, residual, weight, bias), (dy, dresidual_out) = inputs, grads
+        _, residual_out, mean, rstd = normkit.layer_norm_fwd(x, weight, bias, residual=residual, eps=eps,
+                                                             store_rstd=True)
+
+        def run():
+            dx, dweight, dbias, dresidual = normkit.layer_norm_bwd(
+                residual_out, weight, dy, mean, rstd, dresidual_out=dresidual_out, has_bias=True,
+                has_residual=True, eps=eps)
+            return dx, dresidual, dweight, dbias
+
+        return run
+
+    return Impl("normkit", apply, backward, "backward = layer_norm_bwd with saved residual_out, mean, rstd")
+
+
+def _native_fused_layer_norm() -> Impl:
+    def apply(x, residual, weight, bias, eps):
+        h = x + residual
+        return torch.nn.functional.layer_norm(h, (h.shape[-1],), weight, bias, eps), h
+
+    return Impl("native", apply, autograd_backward(apply), "F.layer_norm(x + residual), eager")
+
+
+def fused_layer_norm_composite(x: Tensor, residual: Tensor, weight: Tensor, bias: Tensor, eps: float):
+    """The plain PyTorch fused add + LayerNorm: h = x + residual in float32, y = LayerNorm(h)."""
+    acc = reference.compute_dtype(x.dtype)
+    h = x.to(acc) + residual.to(acc)
+    return layer_norm_composite(h, weight, bias, eps).to(x.dtype), h.to(residual.dtype)
+
+
 # ----------------------------------------------------------------------------- the registry
 FAMILIES: Dict[str, Family] = {
     "rms": Family("rms", ("x", "weight"), ("y",), True, None),
@@ -196,4 +240,7 @@ FAMILIES: Dict[str, Family] = {
     "layer_norm": Family("layer_norm", ("x", "weight", "bias"), ("y",), False, {
         "normkit": _normkit_layer_norm, "native": _native_layer_norm,
         "compile": lambda: compile_impl(layer_norm_composite), "liger": _liger_layer_norm}),
+    "fused_layer_norm": Family("fused_layer_norm", ("x", "residual", "weight", "bias"), ("y", "residual_out"),
+                               False, {"normkit": _normkit_fused_layer_norm, "native": _native_fused_layer_norm,
+                                       "compile": lambda: compile_impl(fused_layer_norm_composite)}),
 }
