@@ -127,10 +127,15 @@ def _native_fused_add() -> Impl:
     return Impl("native", apply, autograd_backward(apply), "F.rms_norm(x + residual), eager")
 
 
+def _added(x: Tensor, residual: Tensor) -> Tensor:
+    """h = x + residual in the compute dtype (float32 for 2- and 4-byte inputs), as the fused kernels add."""
+    acc = reference.compute_dtype(x.dtype)
+    return x.to(acc) + residual.to(acc)
+
+
 def fused_add_composite(x: Tensor, residual: Tensor, weight: Tensor, eps: float):
     """The plain PyTorch fused add + RMSNorm: h = x + residual in float32, y = RMSNorm(h)."""
-    acc = reference.compute_dtype(x.dtype)
-    h = x.to(acc) + residual.to(acc)
+    h = _added(x, residual)
     return peers.composite(h, weight, eps).to(x.dtype), h.to(residual.dtype)
 
 
@@ -225,8 +230,7 @@ def _native_fused_layer_norm() -> Impl:
 
 def fused_layer_norm_composite(x: Tensor, residual: Tensor, weight: Tensor, bias: Tensor, eps: float):
     """The plain PyTorch fused add + LayerNorm: h = x + residual in float32, y = LayerNorm(h)."""
-    acc = reference.compute_dtype(x.dtype)
-    h = x.to(acc) + residual.to(acc)
+    h = _added(x, residual)
     return layer_norm_composite(h, weight, bias, eps).to(x.dtype), h.to(residual.dtype)
 
 
