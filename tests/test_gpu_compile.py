@@ -210,3 +210,20 @@ def test_staged_split_parts_compile_for_older_gpus():
     for (arch, kind), (spins, copies) in rows.items():
         assert spins > 0, (arch, kind, out.stdout)
         assert (copies > 0) == (arch == "80"), (arch, kind, out.stdout)
+
+
+def test_split_exchange_sends_and_awaits_only_what_is_read():
+    """The split parts' exchange a row block (tools/ptx_stats.py, sm_90): the backward sends Σ(g·h) and,
+    for LayerNorm, Σg, and a staged part awaits LayerNorm's two words in ONE spin wait (both loads in
+    flight: one L2 round trip, design change 32); the forward sends only its statistics (RMSNorm's Σh²,
+    LayerNorm's mean and M2), none of the backward's sums (which it sent as zeros until session 26)."""
+    expected = {("bwd", "layer_norm"): (2, 1, 2), ("bwd", "rms"): (1, 1, 1), ("bwd", "fused_add"): (1, 1, 1),
+                ("fwd", "fused_add"): (1, 1, 1), ("fwd", "rms"): (1, 0, 0), ("fwd", "layer_norm"): (2, 0, 0)}
+    for kind in ("bwd", "fwd"):
+        stdout, lines = _ptx_stats(kind, "--families", "layer_norm,rms,fused_add", "--widths", "131072")
+        assert len(lines) == 3, stdout
+        for line in lines:
+            family = line.split()[1]
+            exchange = re.search(r"exchange: (\d+) atomic words sent, (\d+) spin waits reading (\d+)", line)
+            assert exchange, line  # (every family splits rows of 131072, both ways)
+            assert tuple(map(int, exchange.groups())) == expected[kind, family], line

@@ -4,11 +4,13 @@ For each family and width: the tile `normkit.config.tile_config` picks on an H20
 kernel specialised like a launch of contiguous tensors (16-divisible pointers, unit column stride:
 `compile_check.launch_specialisation`), compiled for sm_90 on this machine (no GPU needed); prints
 ptxas' registers and spilled bytes and the PTX's bar.sync / shfl.sync counts (per row block: the
-row loop's body appears once in the PTX). With --sass, also the SASS of the kernel's largest loop
-(the row loop; `nvdisasm` of the cubin): its instructions a thread an iteration, per element the
-thread owns (BLOCK_M·BLOCK_N / threads), by opcode and by the source line they came from — what
-an issue-bound tile spends (run ZZZU: the split parts issue 0.45-0.51 instructions a cycle a
-scheduler). Run without TRITON_INTERPRET:
+row loop's body appears once in the PTX); for split parts also the exchange's atomic words sent and
+spin waits a row block (staged parts: each wait an L2 round trip in the row block's critical path).
+With --sass, also the SASS of the kernel's largest loop (the row loop; `nvdisasm` of the cubin): its
+instructions a thread an iteration, per element the thread owns (BLOCK_M·BLOCK_N / threads), by
+opcode and by the source line they came from — what an issue-bound tile spends (run ZZZU: the split
+parts issue 0.45-0.51 instructions a cycle a scheduler; run ZZZZZF: 6-10 % fewer of them, ±1 %).
+Run without TRITON_INTERPRET:
 
     python tools/ptx_stats.py --kind bwd --families layer_norm,rms --widths 1024,2048,4096,8192
     python tools/ptx_stats.py --kind bwd --families rms --widths 32768 --sass
@@ -201,7 +203,9 @@ def main(argv=None) -> int:
                   f"{f' cap {config.max_registers}' if config.max_registers else ''}: "
                   f"{regs} registers ({cfg.resident_programs(regs, config.num_warps, 0)} programs an SM fit by registers), {spill} B spilled, "
                   f"{ptx.count('bar.sync')} bar.sync, {ptx.count('shfl.sync')} shfl.sync, "
-                  f"{ptx.count('cp.async.cg') + ptx.count('cp.async.ca')} cp.async, {shared} B shared", flush=True)
+                  f"{ptx.count('cp.async.cg') + ptx.count('cp.async.ca')} cp.async, {shared} B shared"
+                  + (f", exchange: {ptx.count('atom.global')} atomic words sent, {ptx.count('SPIN:')} spin waits "
+                     f"reading {ptx.count('ld.relaxed')}" if config.split else ""), flush=True)
             if args.sass:
                 elements = config.block_m * config.block_n // (config.num_warps * 32)
                 print(loop_report(largest_loop(*sass_lines(compiled.asm["cubin"])), elements), flush=True)

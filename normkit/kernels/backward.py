@@ -61,7 +61,8 @@ a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 10
 pipeliner declines a loop with a loop nested in it, which the split parts' poll is; staged parts
 wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so
 their row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep
-the poll (spinning slowed them 5-19 %).
+the poll (spinning slowed them 5-19 %). Each wait is an L2 round trip in a row block's critical
+path: LayerNorm's Σ(g·h) and Σg are awaited together, both loads in flight (design change 32).
 
 Joined sums (JOIN_SUMS, with ONE_TILE). Σ(g·h) and Σg are two row reductions, each a tree of
 shuffles and, across warps, shared-memory round trips behind barriers. tl.join stacks the two

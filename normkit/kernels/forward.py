@@ -138,7 +138,9 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
     (+ residual), stored as residual_out), publishes its Σh² (RMSNorm) or local mean and M2
-    (LayerNorm), then waits for block t − 1's sums from every part, merges them in one fixed order
+    (LayerNorm) — only those: not the backward's Σ(g·h) and Σg, which it sent as zeros and (staged)
+    awaited one after the other until design change 32 — then waits for block t − 1's sums from
+    every part (LayerNorm's two at once when staged), merges them in one fixed order
     and writes y for block t − 1 from its columns read again (RELOAD: from L2, where iteration t − 1
     left them, nothing held in registers across iterations) or held in registers since iteration
     t − 1 (not RELOAD: each element read once, one row block more in registers). Part 0 stores mean
@@ -164,14 +166,15 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
         publish_row_sums(XCHG, group, t, part, h, mask, N, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
-                         COMPUTE_DTYPE)
+                         COMPUTE_DTYPE, SUM_G=False, SUM_GH=False)
         # ---- block t − 1: the row's statistics from every part, then y from its columns again
         rows = (group + (t - 1) * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
         rows64 = rows.to(tl.int64)
         row_mask = (rows < M) & (t > 0)
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
-                                         SPLIT, COMPUTE_DTYPE, SPIN=SPLIT_STAGES is not None)
+                                         SPLIT, COMPUTE_DTYPE, SUM_G=False, SPIN=SPLIT_STAGES is not None,
+                                         SUM_GH=False)
         rstd = 1.0 / tl.sqrt(var + eps)
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
