@@ -183,6 +183,8 @@ def main(argv=None):
                         "1x32768:32:reload:r32, 2x4096:8:split:pf, 1x2048:4:split:a3:p4:r128, 1x8192:16:col:two")
     p.add_argument("--each", action="store_true", help="print every config's time as it is measured (a sweep cut "
                                                        "short by a time limit still reports)")
+    p.add_argument("--heuristic-only", action="store_true",
+                   help="time only the heuristic's tile (one line a shape: an A/B of two builds, tools/device_env.sh)")
     p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
                                    "(comma-separated: heuristic, balanced, divisor or a number)")
     args = p.parse_args(argv)
@@ -275,6 +277,8 @@ def main(argv=None):
                         for k in args.async_stages.split(",")]
         if args.config:
             configs = [(c, c.programs_per_sm) for c in map(parse_config, args.config)]
+        if args.heuristic_only:
+            configs = []
         configs.insert(0, (default, default.programs_per_sm))
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)
