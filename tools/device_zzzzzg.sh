@@ -14,12 +14,26 @@
 #    Prediction: LayerNorm bf16 4096×65536 staged 1 × 2048 ≤ 470 µs (−9 %, as the paired wait gave at
 #    16384 / 32768: then the heuristic's); 2048×131072 1 × 4096 ±3 %; the fused LayerNorm 16384×8192: a
 #    staged whole row −10 to −15 % (RMSNorm's / LayerNorm's rows of 8192 stage); its forward ±3 %.
+#  - `ab` (~5 min): the exchange's words read early (docs/experiments/split-early-wait.patch, session 26,
+#    not yet on a GPU): a staged part reads block t − 1's words at the top of iteration t
+#    (stats.peek_row_sums: relaxed loads in PTX, issued before this block's loads, row sums and publish)
+#    and only checks their tags after them (stats._settle_word: no load where they had arrived, else the
+#    spin as before) — the last L2 round trip of a row block's critical path overlapped with the block's
+#    work; backward and the staged forwards (the fused add's, the fused LayerNorm's). Count (tools/ptx_stats.py
+#    --sass, sm_90): the early loads at the loop's top, before the row sums' first shuffle; the same
+#    registers ±3, 0 B spilled, row loop 441-575 instructions (±10); compile_check 75 ok. A/B, 2 rounds,
+#    tools/tune.py --heuristic-only, base = main, new = main + the patch; then the patched build's split
+#    tests in check mode. Prediction: if that round trip is what the parts wait for, RMSNorm bf16 4096×16384
+#    108 → 95-102 µs, LayerNorm 117 → 104-110, the fused add and the fused LayerNorm alike, the fused
+#    forwards −2 to −5 %; rows of 131072 (64 parts, the slowest partner) ±2 %. If it wins: land it (the
+#    patch as is; ptx_stats counts the settle loops' `CHECK:` as spin waits then — adjust
+#    test_gpu_compile's exchange test).
 #  - `checks` (~6 min): the whole tests/test_split_rows.py in check mode, then memcheck of the split
 #    configurations on the paired wait (backward 300 s, forward 60 s). Prediction: all pass, 0 errors.
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-case ${1:?sweep} in
+case ${1:?sweep|ab|checks} in
 sweep)
   { tune_sweep bwd layer_norm bf16 4096x65536,2048x131072 60 1x2048:4:split:a3:p4:r128 1x2048:4:split:a4:p4:r128 \
         1x4096:4:split:a3:p2 1x4096:8:split:a3:p2:r128
@@ -32,6 +46,28 @@ sweep)
     TUNE_ARGS="--residual" tune_sweep fwd layer_norm fp32 4096x16384 30 1x16384:16 1x16384:32:reload \
         1x1024:4:split:a3:p8
   } 2>&1 | tee "$L/sweep.log" ;;
+ab)
+  N=/tmp/ab/early
+  patched_copy $N docs/experiments/split-early-wait.patch
+  arm() {
+    TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,8192x32768,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family rms --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family fused_add --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --residual --dtype bf16 --heuristic-only \
+        --shapes 4096x16384 | sed -E "s/ best .*//"
+    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --dtype fp32 --heuristic-only \
+        --shapes 4096x16384 | sed -E "s/ best .*//"
+    TUNE_LIMIT=50 tune_in "$1" --kind fwd --family fused_add --dtype bf16 --heuristic-only \
+        --shapes 4096x65536 | sed -E "s/ best .*//"
+    TUNE_LIMIT=50 tune_in "$1" --kind fwd --family layer_norm --residual --dtype bf16 --heuristic-only \
+        --shapes 4096x65536 | sed -E "s/ best .*//"
+  }
+  ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log"
+  ( cd $N && TESTS_LOG=early_split PYTHONPATH=/tmp/site:$N checked_tests 150 tests/test_split_rows.py \
+        -k "backward or per_head or bitwise or staged or forward_heuristic" ) ;;
 checks)
   checked_tests 280 tests/test_split_rows.py
   memcheck_split bwd 300
