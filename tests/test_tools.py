@@ -52,7 +52,8 @@ def test_launch_tile_refuses_a_malformed_tile(capsys):
 
 def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
     """tools/tune.py: --out-dtype is the forward's only, --residual-dtype the fused add's forward's (RMSNorm's or
-    LayerNorm's with --residual, which is LayerNorm's only), --recompute the backward's,
+    LayerNorm's with --residual, which is LayerNorm's only), --recompute the backward's, --heuristic-only
+    alone (not with --config / --grids),
     and every dtype is one of its names — each refused with argparse's message (exit status 2),
     before any CUDA call."""
     tune = _tool("tune")
@@ -71,7 +72,13 @@ def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
                            "--recompute is the backward's (the forward computes the statistics), got --kind fwd"),
                           (["--kind", "bwd", "--family", "layer_norm", "--residual", "--residual-dtype", "fp32"],
                            "--residual-dtype is a fused forward's (--family fused_add, or layer_norm --residual), "
-                           "got --kind bwd --family layer_norm --residual")):
+                           "got --kind bwd --family layer_norm --residual"),
+                          (["--heuristic-only", "--config", "1x2048:4"],
+                           "--heuristic-only times the heuristic's tile alone; --config / --grids choose what else "
+                           "to time, got --config"),
+                          (["--heuristic-only", "--grids", "balanced"],
+                           "--heuristic-only times the heuristic's tile alone; --config / --grids choose what else "
+                           "to time, got --grids")):
         with pytest.raises(SystemExit) as stop:
             tune.main(argv)
         assert stop.value.code == 2

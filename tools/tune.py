@@ -201,6 +201,9 @@ def main(argv=None):
                 f"--kind {args.kind} --family {args.family}{' --residual' if args.residual else ''}")
     if args.recompute and args.kind != "bwd":
         p.error(f"--recompute is the backward's (the forward computes the statistics), got --kind {args.kind}")
+    if args.heuristic_only and (args.config or args.grids):
+        p.error(f"--heuristic-only times the heuristic's tile alone; --config / --grids choose what else to time, "
+                f"got {'--config' if args.config else '--grids'}")
     family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
