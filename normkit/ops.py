@@ -188,6 +188,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
+    if config is not None:
+        cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
     config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms,
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
@@ -305,6 +307,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
+    if config is not None:
+        cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)
     picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
                                        residual=dresidual_out is not None, layer_norm=not is_rms_norm,

@@ -313,7 +313,8 @@ def test_prefetch_joined_sums_and_async_stages_are_backward_options_of_whole_row
 
 def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
     """The GPU heuristic (runs ZX-ZZ, ZZE): 2-byte rows of 128 and 256 (QK-norm heads) and of
-    1024 … 8192 stage their loads 3 deep in shared memory, any family but the fused add at 8192;
+    1024 … 8192 stage their loads 3 deep in shared memory, any family but the fused add at 8192 (the
+    fused LayerNorm stages there: run ZZZZZG);
     short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
     the programs an SM; 4- and 8-byte rows, the fused add's 8192 and other widths load ahead in
     registers (prefetch) or not at all. Never both at once. (Rows of 16384: split parts, staged but
@@ -323,7 +324,7 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
         config = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                                  element_size=size)
         whole = cfg.next_power_of_2(n)
-        staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual else 8192))
+        staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual and not layer_norm else 8192))
         # and the split parts of rows past 8192 (design change 30: test_backward_split_parts_stage_their_loads)
         staged |= whole == 16384 and size in (2, 4)
         deep = 4 if whole == 16384 and size == 4 and layer_norm else 3  # LayerNorm's fp32 parts: four deep
@@ -568,7 +569,8 @@ def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypa
 
 def test_forward_reloads_rows_of_4096_and_wider():
     """The GPU heuristic (runs ZZM / ZZN): whole rows of 4096 … 32768 are read again for y, except
-    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile) and its rows of 32768, as RMSNorm's plain 2-byte
+    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile), its rows of 32768 and the fused LayerNorm's of 16384
+    (held: run ZZZZZG), as RMSNorm's plain 2-byte
     rows of 65536 on 32 warps, one an SM (run ZZZZK); RMSNorm's 16 KB rows of
     4096 (the fused add's, fp32) on 16 warps; only plain 2-byte RMSNorm rows of ≥ 16384 under a
     32-register cap. Narrower rows, column tiles and the interpreter never reload."""
@@ -577,8 +579,8 @@ def test_forward_reloads_rows_of_4096_and_wider():
         config = cfg.tile_config(n, False, False, residual=residual, layer_norm=layer_norm, element_size=size)
         whole = cfg.next_power_of_2(n)
         whole_65536 = whole == 65536 and not (residual or layer_norm) and size == 2  # RMSNorm's, run ZZZZK
-        reload = (4096 <= whole <= 32768 and not (layer_norm and (whole == 32768 or (size == 4 and whole == 4096)))
-                  or whole_65536)
+        held = layer_norm and (whole == 32768 or (size == 4 and whole == 4096) or (residual and whole == 16384))
+        reload = 4096 <= whole <= 32768 and not held or whole_65536
         assert config.reload == reload, (n, residual, layer_norm, size, config)
         centered = layer_norm and size == 2 and whole == 32768 and not residual  # centered-pass column tiles
         assert config.one_tile == (whole <= 32768 and not centered or whole_65536)
@@ -772,8 +774,8 @@ def test_backward_split_parts_stage_their_loads():
     """Design change 30 (run ZZZZZC; LayerNorm's fp32 and fused rows since session 25, runs ZZZZZD-E): with
     saved statistics and vector-aligned rows, the backward's split parts stage their loads in shared
     memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128 registers, four an SM, 3 stages (RMSNorm's
-    rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual 1 × 4096 on 4, two an SM,
-    at 32768, on 8 capped at 262144, none at 65536), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
+    rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual, past 16384, and the fused
+    LayerNorm's of 131072 alike — session 27, run ZZZZZG), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
     65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep); elsewhere, recomputing,
     unaligned, or where the staged parts do not all fit one an SM, the prefetching parts."""
     def pick(n, size, residual, layer_norm, **kw):
@@ -789,10 +791,9 @@ def test_backward_split_parts_stage_their_loads():
         assert pick(n, size, residual, layer_norm, vector_aligned=False) == prefetching
         expected = None
         if size == 2 and layer_norm and not residual:
-            expected = {16384: (1, 2048, 4, 4, 128, 3), 32768: (1, 4096, 4, 2, 0, 3), 131072: (1, 2048, 4, 4, 128, 3),
-                        262144: (1, 4096, 8, 2, 128, 3)}.get(whole)
-        elif size == 2 and layer_norm:  # the fused LayerNorm: four deep at 32768 / 65536
-            expected = (1, 2048, 4, 4, 128, 4 if whole in (32768, 65536) else 3)
+            expected = (1, 2048, 4, 4, 128, 3) if whole == 16384 else (1, 4096, 4, 2, 0, 3)
+        elif size == 2 and layer_norm:  # the fused LayerNorm: four deep at 32768 / 65536, 1 × 4096 at 131072
+            expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 else (1, 2048, 4, 4, 128, 4 if whole in (32768, 65536) else 3)
         elif size == 4 and layer_norm:
             expected = (1, 2048, 4, 3, 0, 4)  # four deep
         elif size == 2 and not layer_norm:
@@ -806,7 +807,7 @@ def test_backward_split_parts_stage_their_loads():
             n, residual, layer_norm, size)
     # RMSNorm and the fused add bf16, LayerNorm bf16, the fused LayerNorm bf16, RMSNorm and the fused add fp32
     # (not 262144), LayerNorm and the fused LayerNorm fp32
-    assert staged_seen == 14 + 5 + 7 + 12 + 14
+    assert staged_seen == 14 + 7 + 7 + 12 + 14
 
 
 def test_forward_rows_of_32768_by_bytes():
@@ -869,6 +870,28 @@ def test_reload_and_register_cap_are_checked():
         cfg.TileConfig(1, 1024, False, reload=True)
     with pytest.raises(ValueError, match="max_registers is 0 .no cap. or ptxas' register cap, got -1"):
         cfg.TileConfig(1, 1024, True, max_registers=-1)
+
+
+def test_forced_whole_row_config_narrower_than_the_row_is_refused(device):
+    """A whole-row tile (one_tile, not split) reaches block_n columns and nothing loops over the rest:
+    forced narrower than N it left columns unwritten (tools/tune.py timed 2 × 4096 at N = 8192 and
+    reported a mismatch, run ZZZZZG). Both launchers refuse it, naming block_n and N; split parts and
+    column tiles of that width still run."""
+    m, n = 3, 96
+    x, w, _ = make_inputs(m, n, torch.float32, device, seed=5)
+    dy = torch.randn(m, n).to(device)
+    narrow = cfg.TileConfig(1, 64, True)
+    with pytest.raises(ValueError, match=r"needs block_n >= N: got block_n=64 for N=96 \(use split=True or one_tile=False\)"):
+        ops.launch_fwd(x, torch.empty_like(x), weight=w, eps=1e-6, config=narrow)
+    with pytest.raises(ValueError, match=r"needs block_n >= N: got block_n=64 for N=96"):
+        ops.launch_bwd(x, dy, torch.empty_like(x), weight=w, dweight=torch.empty_like(w),
+                       rstd=torch.ones(m, device=device), eps=1e-6, config=narrow)
+    y = torch.full_like(x, float("nan"))
+    ops.launch_fwd(x, y, weight=w, eps=1e-6, config=cfg.TileConfig(1, 64, False))  # column tiles loop
+    assert_matches(y, ref_fwd(x, w, 1e-6)[0], torch.float32, "y (column tiles)")
+    for name, bad in (("block_n", dict(block_n=96)), ("block_m", dict(block_m=3)), ("block_n", dict(block_n=0))):
+        with pytest.raises(ValueError, match=f"{name} is a power of two"):
+            cfg.TileConfig(**{"block_m": 1, "block_n": 64, "one_tile": True, **bad})
 
 
 def test_forward_column_stages_change_no_value(device):

@@ -173,20 +173,27 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # four deep at 32768 / 65536 (run ZZZZZE sweep6, each twice in one process: 579.4-580.8 against 605.9-607.7,
 # 595.9-596.5 against 624.7-625.2; sweep / sweep2 at 65536: 602.1 / 597.0 against 626.9 / 622.9) — not at
 # 131072 / 262144 (628.9 against 610.5, 637.2 against 599.3).
+# Session 27, run ZZZZZG's sweep (tools/tune.py --config, bf16, µs, against the heuristic in the same
+# process), since design change 32's paired wait: LayerNorm's 1 × 4096 parts on 4 warps, two an SM, at
+# 4096×65536 448.8 against the prefetching 2 × 2048's 512.8 (its 1 × 2048 staged: 460.8), at 2048×131072
+# 454.9 against the staged 1 × 2048's 500.7; the fused LayerNorm's at 2048×131072 551.0 against 609.5.
+# Run ZZZZZH's probe: at 1024×262144 496.7 against 570.5 for 1 × 4096 on 8 capped (the fused LayerNorm's
+# 565.5 against its 1 × 2048's 568.4: a tie, kept).
 _STAGED = (1, 2048, 4, 4, 128, False, 3)
-_STAGED_RMS = {131072: (1, 4096, 4, 2, 0, False, 3)}
-_STAGED_LAYER_NORM = {16384: _STAGED, 32768: (1, 4096, 4, 2, 0, False, 3), 131072: _STAGED,
-                      262144: (1, 4096, 8, 2, 128, False, 3)}
+_STAGED_4096_PARTS = (1, 4096, 4, 2, 0, False, 3)
+_STAGED_RMS = {131072: _STAGED_4096_PARTS}
+_STAGED_LAYER_NORM = {16384: _STAGED, 32768: _STAGED_4096_PARTS, 65536: _STAGED_4096_PARTS,
+                      131072: _STAGED_4096_PARTS, 262144: _STAGED_4096_PARTS}
 _STAGED_4_BYTE = (1, 1024, 4, 4, 0, False, 3)
 _STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
 _STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 4)
 _STAGED_FOUR_DEEP = _STAGED[:-1] + (4,)
-_STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEEP}
+_STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEEP, 131072: _STAGED_4096_PARTS}
 
 
 def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
     """The staged split parts (design change 30) for rows of `whole`, or None where the
-    prefetching parts stay (LayerNorm's bf16 rows of 65536 without a residual, and 8-byte elements)."""
+    prefetching parts stay (8-byte elements)."""
     if layer_norm:
         if element_size == 4:
             return _STAGED_4_BYTE_LAYER_NORM
@@ -248,7 +255,12 @@ _BWD_PREFETCH_RESIDUAL_4_BYTE = {4096: (1, 16, 1)}
 _BWD_ASYNC_2_BYTE = {128: (16, 1, 4), 256: (8, 1, 4),
                      1024: (4, 4, 2), 2048: (2, 4, 2), 4096: (2, 8, 1), 8192: (1, 8, 1)}
 _BWD_ASYNC_STAGES = 3
-_BWD_ASYNC_RESIDUAL_MAX = 4096
+# The widest rows the fused add (RMSNorm with dresidual_out) stages, and the fused LayerNorm: its rows
+# of 8192 stage too — run ZZZZZG's sweep (tools/tune.py --config --residual, bf16 16384×8192, µs): the
+# staged 1 × 8192 on 8 warps 264.2 (16 warps 266.0, two deep 336.3) against 311.9 for the fused add's
+# prefetching 1 × 8192 on 16 warps (ptx count, session 26: 389 instructions a thread a row block, 11
+# bar.sync, against the fused add's 296 and 7 on that tile).
+_BWD_ASYNC_RESIDUAL_MAX = {False: 4096, True: 8192}  # layer_norm →
 # Short rows (QK-norm heads of 128 and 256) stage too, on one warp: 2048 elements a program and 4
 # programs an SM for RMSNorm (run ZZE's sweep, tools/tune.py --block-m 8,16,32 --warps 1,2,4 --ppsm
 # 4,8 --async-stages 3,4, bf16 µs: 524288×128 16 × 128 on 1 warp, 4/SM, 3 stages 101.5 against
@@ -292,7 +304,7 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
     if residual:
         if whole in _BWD_ASYNC_RESIDUAL:
             return _BWD_ASYNC_RESIDUAL[whole]
-        if whole > _BWD_ASYNC_RESIDUAL_MAX:
+        if whole > _BWD_ASYNC_RESIDUAL_MAX[layer_norm]:
             return None
     elif layer_norm and whole in _BWD_ASYNC_LAYER_NORM:
         return _BWD_ASYNC_LAYER_NORM[whole]

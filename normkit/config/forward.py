@@ -164,6 +164,10 @@ _FWD_ROWS = {2048: (1, 4)}
 # 67.7 → 66.5, ×8192 131.5 → 130.6, 4096×16384 112.7 → 73.2. Not below 4096 (rows of 2048: ±0.3,
 # LayerNorm +1.1), nor LayerNorm fp32 ×4096 (2 × 4096 tile: 131.4 → 133.0) or ×32768 (±1.5).
 _FWD_RELOAD_MIN = 4096
+# ... but the fused LayerNorm's rows of 16384 hold the row (run ZZZZZG's sweep, tools/tune.py --config
+# --residual, 4096×16384, µs): 1 × 16384 on 16 warps bf16 138.2 held against 143.6 re-read (32 warps
+# 143.6), fp32 272.7 against 292.3 (32 warps re-read 277.4, staged 1 × 1024 parts 279.0).
+_FWD_HELD_LAYER_NORM_RESIDUAL = (16384,)
 # RMSNorm rows of 4096 that load 16 KB (the fused add's two bf16 rows, fp32): 16 warps (above).
 _FWD_RELOAD_4096_WIDE_WARPS = 16
 # ptxas' register cap for plain 2-byte RMSNorm rows of ≥ 16384 re-read: 1 × 32768 on 32 warps
@@ -218,7 +222,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         return TileConfig(1, whole, True, num_warps=32, reload=True)
     if whole > _MAX_ONE_TILE_FWD:
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
-    reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and whole == _MAX_ONE_TILE_FWD)
+    reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and (
+        whole == _MAX_ONE_TILE_FWD or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
         return TileConfig(block_m, whole, True, warps, reload=reload)

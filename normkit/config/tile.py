@@ -33,6 +33,10 @@ class TileConfig:
     # pass of per-lane Σ(h − mean)² (CENTERED_PASS), not Chan's merge of every tile
 
     def __post_init__(self):
+        for name in ("block_m", "block_n"):
+            size = getattr(self, name)
+            if not isinstance(size, int) or size < 1 or size & (size - 1):
+                raise ValueError(f"{name} is a power of two (a tile's extent, tl.arange), got {size!r}")
         if self.split and not self.one_tile:
             raise ValueError("a split config holds each part of a row in registers: it needs one_tile=True, "
                              f"got {self}")
@@ -64,3 +68,12 @@ def next_power_of_2(n: int) -> int:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def check_covers(config: TileConfig, n: int) -> None:
+    """A config given to a launcher (tests, tools/tune.py) must reach every column of rows of n: a
+    whole-row tile that is not split (one_tile, not split) holds block_n columns and nothing loops over
+    the rest, so a narrower one would leave columns unread and unwritten — a silently wrong answer."""
+    if config.one_tile and not config.split and config.block_n < n:
+        raise ValueError(f"a whole-row config (one_tile=True, split=False) needs block_n >= N: got block_n="
+                         f"{config.block_n} for N={n} (use split=True or one_tile=False), {config}")
