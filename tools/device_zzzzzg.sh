@@ -30,7 +30,12 @@
 #    test_gpu_compile's exchange test).
 #  - `checks` (~6 min): the whole tests/test_split_rows.py in check mode, then memcheck of the split
 #    configurations on the paired wait (backward 300 s, forward 60 s). Prediction: all pass, 0 errors.
-#  Outcome: (to fill)
+#  Outcome (session 27): `ab` LOST — LayerNorm 4096×16384 117 → 146 µs, 8192×32768 439 → 555, RMSNorm 108 →
+#    119, the fused add 132 → 140, the fused LayerNorm's forward 4096×65536 552 → 691 (correct: 157 split tests
+#    passed); dropped (BENCHMARKS "Session 27"). `sweep`: LayerNorm 4096×65536 1 × 4096 on 4 448.8 against
+#    512.8, 2048×131072 454.9 / 500.7; the fused LayerNorm 2048×131072 551.0 / 609.5, 16384×8192 staged
+#    1 × 8192 on 8 264.2 / 311.9, its forward 4096×16384 held 138.2 / 143.6, fp32 272.7 / 292.3 — design
+#    change 33. RMSNorm's neighbours: none better. `checks`: run as tools/device_zzzzzh.sh checks.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 case ${1:?sweep|ab|checks} in
