@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Device run ZZZZZJ (prepared in session 27 for the next session, nvidia-h200; carry [".whl"]):
+#  - `ab` (~5 min): docs/experiments/split-exchange-lag2.patch — the backward's staged split parts finish
+#    block t − 2 at iteration t (EXCHANGE_LAG = 2; TileConfig.exchange_lag, tune's ":lK"), not t − 1: the
+#    words awaited were published a whole iteration earlier, while each partner loaded and reduced block
+#    t − 1. Why: session 27's early-wait experiment (docs/experiments/split-early-wait.patch, run ZZZZZG)
+#    read block t − 1's words at the top of iteration t and lost 10-27 % — the words had most likely not
+#    arrived yet (partners publish in step), so the wait is the slowest partner's publish, which a lag of
+#    two blocks takes off the critical path. Cost: one more row block held (or re-read: RELOAD), the ring
+#    of exchange slots 4 → 8 (stats.RING: a part publishing t may have partners still to read t − 5), two
+#    extra loop iterations. Count (tools/ptx_stats.py, sm_90, session 27): the bf16 1 × 2048 parts 94-118
+#    registers (LayerNorm 128 capped → 94, RMSNorm 121 → 95, the fused add 128 → 118), 1 × 4096 151-168
+#    (240 / 211 before), fp32 48-91 (72-160), 0 B spilled; bar.sync 13 → 21 (LayerNorm 1 × 2048), 21 → 37
+#    (1 × 4096); the row loop's SASS 572 → 483 instructions (the compiler reshaped the loop: treat with
+#    care); compile_check 87 ok (lag 2 held and re-read, bf16 / fp32 / fp64).
+#    A/B, 2 rounds, tools/tune.py --heuristic-only, base = main, new = main + the patch (the heuristic's
+#    staged parts take lag 2); then the patched build's split tests in check mode.
+#    Prediction: LayerNorm bf16 4096×16384 117 → 100-108 µs, 8192×32768 440 → 400-420, RMSNorm 4096×16384
+#    108 → 98-104, the fused add and the fused LayerNorm alike, fp32 −2 to −5 %, rows of 131072 (32-64
+#    parts) −3 to −8 %. If it loses everywhere: the wait is not the partners' lateness either.
+#  - `sweep` (~2 min, the patched build): lag 1 against lag 2 in one process, held and re-read, and five
+#    parts an SM where the registers now allow it (LayerNorm / RMSNorm bf16 1 × 2048: 94-95 registers).
+#  - `checks` (~5 min): the patched build's whole tests/test_split_rows.py in check mode, then memcheck of
+#    its split backward (150 s).
+#  Outcome: (to fill)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+N=/tmp/ab/lag2
+patched_copy $N docs/experiments/split-exchange-lag2.patch
+case ${1:?ab|sweep|checks} in
+ab)
+  arm() {
+    TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,8192x32768,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family rms --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family fused_add --dtype bf16 --heuristic-only \
+        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
+    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --residual --dtype bf16 --heuristic-only \
+        --shapes 4096x16384 | sed -E "s/ best .*//"
+    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --dtype fp32 --heuristic-only \
+        --shapes 4096x16384 | sed -E "s/ best .*//"
+    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family rms --dtype fp32 --heuristic-only \
+        --shapes 4096x16384 | sed -E "s/ best .*//"
+  }
+  ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log" ;;
+sweep)
+  ( cd $N && export PYTHONPATH=/tmp/site:$N
+    tune_sweep bwd layer_norm bf16 4096x16384,8192x32768 80 1x2048:4:split:a3:p4:r128 1x2048:4:split:a3:p4:r128:l2 \
+        1x2048:4:split:a3:p5:r102:l2 1x4096:4:split:a3:p2:l2 1x4096:4:split:a3:p3:r170:l2
+    tune_sweep bwd rms bf16 4096x16384,2048x131072 60 1x2048:4:split:a3:p4:r128 1x2048:4:split:a3:p4:r128:l2 \
+        1x2048:4:split:a3:p5:r102:l2 1x4096:4:split:a3:p2:l2 1x4096:4:split:a3:p3:r170:l2
+  ) 2>&1 | tee "$L/sweep.log" ;;
+checks)
+  ( cd $N && export PYTHONPATH=/tmp/site:$N
+    checked_tests 240 tests/test_split_rows.py
+    memcheck_split bwd 150 ) ;;
+esac
+pack_logs
