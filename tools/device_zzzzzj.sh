@@ -20,6 +20,12 @@
 #    parts) −3 to −8 %. If it loses everywhere: the wait is not the partners' lateness either.
 #  - `sweep` (~2 min, the patched build): lag 1 against lag 2 in one process, held and re-read, and five
 #    parts an SM where the registers now allow it (LayerNorm / RMSNorm bf16 1 × 2048: 94-95 registers).
+#  - `fwdsweep` (~1 min, main): LayerNorm's bf16 forward where torch.compile leads (grid ZZZZZH: 4096×16384
+#    72.8 against 68.6 µs, 8192×32768 315 against 280): torch.compile's looped three-read kernel is 1 ×
+#    16384 on 32 warps (tools/inductor_code.py, run ZZX); normkit's three-read tiles are 1 × 8192 on 16
+#    at 32768 and were never timed at 16384, nor as 1 × 16384 on 32 at 32768. Also the whole row on 32
+#    warps re-read (48 registers). Prediction: a three-read 1 × 16384 on 32 at 8192×32768 ≤ 300 µs; at
+#    4096×16384 the re-read whole row stays (column tiles read the row three times from L2).
 #  - `checks` (~5 min): the patched build's whole tests/test_split_rows.py in check mode, then memcheck of
 #    its split backward (150 s).
 #  Outcome: (to fill)
@@ -27,7 +33,7 @@ source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
 patched_copy $N docs/experiments/split-exchange-lag2.patch
-case ${1:?ab|sweep|checks} in
+case ${1:?ab|sweep|fwdsweep|checks} in
 ab)
   arm() {
     TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
@@ -51,6 +57,12 @@ sweep)
     tune_sweep bwd rms bf16 4096x16384,2048x131072 60 1x2048:4:split:a3:p4:r128 1x2048:4:split:a3:p4:r128:l2 \
         1x2048:4:split:a3:p5:r102:l2 1x4096:4:split:a3:p2:l2 1x4096:4:split:a3:p3:r170:l2
   ) 2>&1 | tee "$L/sweep.log" ;;
+fwdsweep)
+  { tune_sweep fwd layer_norm bf16 8192x32768 40 1x16384:32:col:two 1x16384:32:col:two:r32 1x4096:8:col:two \
+        1x32768:32:reload
+    tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
+        1x4096:8:col:two
+  } 2>&1 | tee "$L/fwdsweep.log" ;;
 checks)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     checked_tests 240 tests/test_split_rows.py
