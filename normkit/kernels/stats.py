@@ -163,7 +163,8 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
     Why a ring of 4: a part publishes block t before it waits for block t − 1 (the wait overlaps a
     whole block's loads and sums). It can publish t only after its wait for t − 2 saw every partner
     publish t − 2, so every partner has finished iteration t − 3, which read slot (t − 4) % 4: the
-    slot it overwrites is free.
+    slot it overwrites is free (tests/test_exchange_ring.py explores every interleaving of a model of
+    the protocol: 3 slots can hang, 4 cannot).
     """
     SPAN: tl.constexpr = SPLIT * BLOCK_M
     slot = _slot(XCHG, group, iteration, SPAN) + part * BLOCK_M + tl.arange(0, BLOCK_M)
