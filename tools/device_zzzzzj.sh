@@ -26,6 +26,11 @@
 #    at 32768 and were never timed at 16384, nor as 1 × 16384 on 32 at 32768. Also the whole row on 32
 #    warps re-read (48 registers). Prediction: a three-read 1 × 16384 on 32 at 8192×32768 ≤ 300 µs; at
 #    4096×16384 the re-read whole row stays (column tiles read the row three times from L2).
+#  - `ncu` (~2 min, main): why LayerNorm's forward 4096×16384 with the whole row held runs 112 µs against
+#    72.6 re-read (runs ZZN, ZZZZZH; RMSNorm's held row 71), at the same 63 registers (ptxas, sm_90, two
+#    an SM), the same 16-byte loads (held: L1/L2 evict_first on x — STREAM —, re-read: evict_last then
+#    evict_first): DRAM bytes, occupancy and stalls of each. Prediction: the held tile reads the minimum
+#    bytes too, so the gap is in the stalls (long scoreboard) — else the hint is what costs.
 #  - `checks` (~5 min): the patched build's whole tests/test_split_rows.py in check mode, then memcheck of
 #    its split backward (150 s).
 #  Outcome: (to fill)
@@ -33,7 +38,7 @@ source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
 patched_copy $N docs/experiments/split-exchange-lag2.patch
-case ${1:?ab|sweep|fwdsweep|checks} in
+case ${1:?ab|sweep|fwdsweep|ncu|checks} in
 ab)
   arm() {
     TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
@@ -63,6 +68,10 @@ fwdsweep)
     tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
         1x4096:8:col:two
   } 2>&1 | tee "$L/fwdsweep.log" ;;
+ncu)
+  ncu_stalls fwd ln_held --kind fwd --family layer_norm --shape 4096x16384 --config 1x16384:16
+  ncu_stalls fwd ln_reload --kind fwd --family layer_norm --shape 4096x16384 --config 1x16384:16:reload
+  ncu_stalls fwd rms_held --kind fwd --family rms --shape 4096x16384 --config 1x16384:16 ;;
 checks)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     checked_tests 240 tests/test_split_rows.py
