@@ -25,7 +25,11 @@
 #    16384 on 32 warps (tools/inductor_code.py, run ZZX); normkit's three-read tiles are 1 × 8192 on 16
 #    at 32768 and were never timed at 16384, nor as 1 × 16384 on 32 at 32768. Also the whole row on 32
 #    warps re-read (48 registers). Prediction: a three-read 1 × 16384 on 32 at 8192×32768 ≤ 300 µs; at
-#    4096×16384 the re-read whole row stays (column tiles read the row three times from L2).
+#    4096×16384 the re-read whole row stays (column tiles read the row three times from L2). And
+#    LayerNorm's capped 16 KB split parts (its rows of 131072) at 65536 / 32768, where they tied / lost
+#    before design change 32 made the forward's exchange one paired wait (349.1 against 350.7 at
+#    4096×65536; 356.5 against 318.8 at 8192×32768; 2048×131072 then moved 349 → 328): at 4096×65536
+#    ≤ 335 µs predicted.
 #  - `ncu` (~2 min, main): why LayerNorm's forward 4096×16384 with the whole row held runs 112 µs against
 #    72.6 re-read (runs ZZN, ZZZZZH; RMSNorm's held row 71), at the same 63 registers (ptxas, sm_90, two
 #    an SM), the same 16-byte loads (held: L1/L2 evict_first on x — STREAM —, re-read: evict_last then
@@ -67,6 +71,7 @@ fwdsweep)
         1x32768:32:reload
     tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
         1x4096:8:col:two
+    tune_sweep fwd layer_norm bf16 4096x65536,8192x32768 40 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload
   } 2>&1 | tee "$L/fwdsweep.log" ;;
 ncu)
   ncu_stalls fwd ln_held --kind fwd --family layer_norm --shape 4096x16384 --config 1x16384:16
