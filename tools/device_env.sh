@@ -143,6 +143,26 @@ tune_in() {
       | grep -E "each|heuristic|Error" | short_tiles | sed "s|^|$(basename "$dir") |")
 }
 
+# heuristic_in DIR LIMIT TUNE_ARGS...: the heuristic's time alone (tools/tune.py --heuristic-only) in the build
+# in DIR, limit LIMIT s — one line a shape.
+heuristic_in() {
+  local dir=$1 limit=$2
+  shift 2
+  TUNE_LIMIT=$limit tune_in "$dir" --heuristic-only "$@" | sed -E "s/ best .*//"
+}
+
+# split_bwd_arm DIR: the backward's split parts as the heuristic picks them in the build in DIR — bf16
+# LayerNorm 4096×16384 / 8192×32768 / 2048×131072, RMSNorm and the fused add 4096×16384 / 2048×131072, the
+# fused LayerNorm 4096×16384, LayerNorm fp32 4096×16384 — the arm of an A/B of the split exchange (runs
+# ZZZZZG, ZZZZZJ).
+split_bwd_arm() {
+  heuristic_in "$1" 70 --kind bwd --family layer_norm --dtype bf16 --shapes 4096x16384,8192x32768,2048x131072
+  heuristic_in "$1" 60 --kind bwd --family rms --dtype bf16 --shapes 4096x16384,2048x131072
+  heuristic_in "$1" 60 --kind bwd --family fused_add --dtype bf16 --shapes 4096x16384,2048x131072
+  heuristic_in "$1" 40 --kind bwd --family layer_norm --residual --dtype bf16 --shapes 4096x16384
+  heuristic_in "$1" 40 --kind bwd --family layer_norm --dtype fp32 --shapes 4096x16384
+}
+
 # fwd_heuristic_in DIR TUNE_ARGS...: the forward heuristic's time in the build in DIR (tune_in's
 # heuristic lines for --kind fwd).
 fwd_heuristic_in() {

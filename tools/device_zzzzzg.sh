@@ -55,20 +55,9 @@ ab)
   N=/tmp/ab/early
   patched_copy $N docs/experiments/split-early-wait.patch
   arm() {
-    TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,8192x32768,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family rms --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family fused_add --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --residual --dtype bf16 --heuristic-only \
-        --shapes 4096x16384 | sed -E "s/ best .*//"
-    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --dtype fp32 --heuristic-only \
-        --shapes 4096x16384 | sed -E "s/ best .*//"
-    TUNE_LIMIT=50 tune_in "$1" --kind fwd --family fused_add --dtype bf16 --heuristic-only \
-        --shapes 4096x65536 | sed -E "s/ best .*//"
-    TUNE_LIMIT=50 tune_in "$1" --kind fwd --family layer_norm --residual --dtype bf16 --heuristic-only \
-        --shapes 4096x65536 | sed -E "s/ best .*//"
+    split_bwd_arm "$1"
+    heuristic_in "$1" 50 --kind fwd --family fused_add --dtype bf16 --shapes 4096x65536
+    heuristic_in "$1" 50 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x65536
   }
   ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log"
   ( cd $N && TESTS_LOG=early_split PYTHONPATH=/tmp/site:$N checked_tests 150 tests/test_split_rows.py \

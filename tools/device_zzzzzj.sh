@@ -45,18 +45,8 @@ patched_copy $N docs/experiments/split-exchange-lag2.patch
 case ${1:?ab|sweep|fwdsweep|ncu|checks} in
 ab)
   arm() {
-    TUNE_LIMIT=70 tune_in "$1" --kind bwd --family layer_norm --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,8192x32768,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family rms --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=60 tune_in "$1" --kind bwd --family fused_add --dtype bf16 --heuristic-only \
-        --shapes 4096x16384,2048x131072 | sed -E "s/ best .*//"
-    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --residual --dtype bf16 --heuristic-only \
-        --shapes 4096x16384 | sed -E "s/ best .*//"
-    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family layer_norm --dtype fp32 --heuristic-only \
-        --shapes 4096x16384 | sed -E "s/ best .*//"
-    TUNE_LIMIT=40 tune_in "$1" --kind bwd --family rms --dtype fp32 --heuristic-only \
-        --shapes 4096x16384 | sed -E "s/ best .*//"
+    split_bwd_arm "$1"
+    heuristic_in "$1" 40 --kind bwd --family rms --dtype fp32 --shapes 4096x16384
   }
   ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log" ;;
 sweep)
