@@ -260,7 +260,7 @@ _BWD_ASYNC_STAGES = 3
 # staged 1 × 8192 on 8 warps 264.2 (16 warps 266.0, two deep 336.3) against 311.9 for the fused add's
 # prefetching 1 × 8192 on 16 warps (ptx count, session 26: 389 instructions a thread a row block, 11
 # bar.sync, against the fused add's 296 and 7 on that tile).
-_BWD_ASYNC_RESIDUAL_MAX = {False: 4096, True: 8192}  # layer_norm →
+_BWD_ASYNC_RESIDUAL_MAX = {False: 4096, True: 8192}  # keyed by layer_norm
 # Short rows (QK-norm heads of 128 and 256) stage too, on one warp: 2048 elements a program and 4
 # programs an SM for RMSNorm (run ZZE's sweep, tools/tune.py --block-m 8,16,32 --warps 1,2,4 --ppsm
 # 4,8 --async-stages 3,4, bf16 µs: 524288×128 16 × 128 on 1 warp, 4/SM, 3 stages 101.5 against
