@@ -96,7 +96,8 @@ def test_wide_row_tiles_spill_little():
 
 def test_ptx_stats_compiles_the_forward_as_launched():
     """tools/ptx_stats.py passes the forward's tile flags as ops.launch_fwd does — LayerNorm's
-    three-read column tiles (CENTERED_PASS) at 32768 / 65536 — and y's dtype (--out-dtype): RMSNorm's
+    three-read column tiles (CENTERED_PASS) at 32768, its split parts at 65536 (under their 128-register
+    cap, unspilled) — and y's dtype (--out-dtype): RMSNorm's
     whole 2-byte row of 16384 runs under the 32-register cap with a 2-byte y and uncapped with a 4-byte
     one, without spilling (a 4-byte y spilled 206 B under the cap: config._FWD_RELOAD_CAP); and the
     residual's dtype (--residual-dtype: a residual kept in fp32 beside bf16 x)."""
@@ -105,8 +106,10 @@ def test_ptx_stats_compiles_the_forward_as_launched():
                               ("rms", "16384", ["--out-dtype", "fp32"]),
                               ("fused_add", "4096", ["--residual-dtype", "fp32"])):
         lines[family, bool(y)] = _ptx_stats("fwd", "--families", family, "--widths", widths, *y)[1]
-    assert len(lines["layer_norm", False]) == 2 and all(" three-read" in line and " 0 B spilled" in line
-                                                       for line in lines["layer_norm", False]), lines
+    three_read, split = lines["layer_norm", False]
+    assert " N=32768 " in three_read and " three-read" in three_read and " 0 B spilled" in three_read, three_read
+    assert " N=65536 " in split and " split" in split and " cap 128: 128 registers" in split, split
+    assert " 0 B spilled" in split, split
     (two_byte,), (four_byte,) = lines["rms", False], lines["rms", True]
     assert " cap 32:" in two_byte and " y " not in two_byte, two_byte
     assert " y fp32 " in four_byte and " cap " not in four_byte and " 0 B spilled" in four_byte, four_byte

@@ -648,7 +648,7 @@ def test_layer_norm_forward_split_follows_x_and_y():
         config = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual, layer_norm=True,
                                  element_size=size, out_element_size=out_size)
         block_n = (4096 if residual else 16384) // size
-        split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 65536 or 4 in (size, out_size))
+        split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 32768)
         if split and residual:  # staged 4 KB parts holding the previous row block (session 25)
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=8, split=True, async_stages=3)
         elif residual and heads == 1 and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts re-reading it
@@ -656,7 +656,7 @@ def test_layer_norm_forward_split_follows_x_and_y():
         elif split:
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128,
                                       reload=True)
-        elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536: three reads (run ZZZ)
+        elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536, several heads: three reads (run ZZZ)
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         else:
             expected = staged[size]
@@ -666,9 +666,10 @@ def test_layer_norm_forward_split_follows_x_and_y():
 def test_wide_rows_take_their_family_s_tiles():
     """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
     column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows
-    of 65536 without a residual: 16384-column tiles read three times, run ZZZ; its rows of 256 KB and
-    more of one head without a residual — bf16 131072 / 262144, fp32 65536 / 131072 — split in 16 KB parts
-    on 4 warps capped at 128 registers, four an SM, runs ZZZZN-ZZZZP); the fused
+    of 65536 without a residual, several heads or no GPU: 16384-column tiles read three times, run ZZZ; its
+    rows of 128 KB and more of one head without a residual — bf16 65536 (since run ZZZZZK) to 262144, fp32
+    65536 / 131072 — split in 16 KB parts on 4 warps capped at 128 registers, four an SM, runs
+    ZZZZN-ZZZZP); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
     part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in
     1 × 4096 on 8 warps, four an SM (run ZZZZM) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
@@ -692,12 +693,13 @@ def test_wide_rows_take_their_family_s_tiles():
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
                               layer_norm=layer_norm, element_size=size)
-        if layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
-            expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
-        elif (layer_norm and not residual and heads == 1 and sms
-              and (size, cfg.next_power_of_2(n)) in ((2, 131072), (2, 262144), (4, 65536), (4, 131072), (4, 262144))):
+        if (layer_norm and not residual and heads == 1 and sms
+              and (size, cfg.next_power_of_2(n)) in ((2, 65536), (2, 131072), (2, 262144), (4, 65536), (4, 131072),
+                                                     (4, 262144))):
             expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128,
                                       reload=True)
+        elif layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
+            expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         elif residual and size <= 4 and heads == 1 and sms and cfg.cdiv(n, 4096 // size) <= sms:  # staged 4 KB parts
             expected = cfg.TileConfig(1, 4096 // size, True, 4, programs_per_sm=8, split=True, async_stages=3)
         elif residual and heads == 1 and sms and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts

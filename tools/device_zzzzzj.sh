@@ -37,7 +37,11 @@
 #    bytes too, so the gap is in the stalls (long scoreboard) — else the hint is what costs.
 #  - `checks` (~5 min): the patched build's whole tests/test_split_rows.py in check mode, then memcheck of
 #    its split backward (150 s).
-#  Outcome: (to fill)
+#  Outcome (session 28): `ab` ran (171 s) and was VOID — every lag-2 part mismatched the column-tiled reference
+#    (tune's ok=False; its times, e.g. LayerNorm 4096×16384 114.6-116.4 against 117.5, came from parts
+#    finishing their rows from zeros): the patch's `old_h = prev_h` made Triton drop both carried tiles
+#    (found on the CPU, fixed; tools/device_zzzzzk.sh's header). The other cases were not run here: the
+#    fixed patch's sweep and `fwdsweep` ran as run ZZZZZK; `ncu` and `checks` were left.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2

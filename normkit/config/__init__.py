@@ -47,7 +47,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     (_FWD_LAYER_NORM_4_BYTE).
     The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
     RMSNorm rows of ≥ 16384 with a 2-byte y under a register cap (max_registers, _FWD_RELOAD_CAP). LayerNorm's bf16
-    rows of 32768 / 65536 without a residual: column tiles read three times (_FWD_LAYER_NORM_CENTERED).
+    rows of 32768 (65536 where they do not split) without a residual: column tiles read three times
+    (_FWD_LAYER_NORM_CENTERED).
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and
@@ -55,8 +56,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     4 KB of the wider of x and the residual, staging their loads and holding the previous row block
     (_FWD_SPLIT_RESIDUAL_STAGED; 8-byte rows in 8 KB parts re-reading it, _FWD_SPLIT_RESIDUAL),
     RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y, four an SM
-    (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x of 131072 / 262144 (65536
-    too with a 4-byte y), fp32 x of 65536-262144 — in 16 KB parts of x on 4 warps under a 128-register
+    (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x and fp32 x of 65536-262144 — in
+    16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM);
     the backward's split parts hold 4-16 KB of a row: with saved statistics, vector-aligned rows
     and not LayerNorm's bf16 rows of 65536 nor 8-byte rows, 4-8 KB parts staging their loads in shared

@@ -104,9 +104,12 @@ _FWD_SPLIT_RMS = {
 # 1 × 4096 parts (4096×65536 504.1 against 610.4, 2048×131072 512.3 against 633.4, 1024×262144 547.7
 # against 649.4); run ZZZZU's, bf16 x with a 4-byte y at 65536 too (4096×65536 446.9 against the
 # three-read tiles' 476.2; 1 × 4096 parts 554.2). Not bf16 rows of 32768 (8192×32768 356.5 against the
-# three-read tiles' 318.8), nor 16384 (4096×16384 89.4 against the whole row's 72.0).
+# three-read tiles' 318.8; run ZZZZZK, since design change 32's paired wait: 329.7 against 318.5), nor
+# 16384 (4096×16384 89.4 against the whole row's 72.0). Since run ZZZZZK (session 28) bf16 x with a
+# 2-byte y at 65536 too: 4096×65536 323.0 against the three-read tiles' 352.4 (1 × 4096 parts 380.4) —
+# before design change 32 they tied (349.1 against 350.7).
 # {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm, max_registers)}}
-_FWD_SPLIT_LAYER_NORM_2_BYTE = {whole: (1, 8192, 4, 4, 128) for whole in (131072, 262144)}
+_FWD_SPLIT_LAYER_NORM_2_BYTE = {whole: (1, 8192, 4, 4, 128) for whole in (65536, 131072, 262144)}
 _FWD_SPLIT_LAYER_NORM_4_BYTE = {whole: (1, 4096, 4, 4, 128) for whole in (65536, 131072, 262144)}
 _FWD_SPLIT_LAYER_NORM = {
     (2, 2): _FWD_SPLIT_LAYER_NORM_2_BYTE,
@@ -114,7 +117,8 @@ _FWD_SPLIT_LAYER_NORM = {
     (4, 4): _FWD_SPLIT_LAYER_NORM_4_BYTE,
     (4, 2): _FWD_SPLIT_LAYER_NORM_4_BYTE,
 }
-# LayerNorm's bf16 rows of 32768 and 65536: column tiles read three times (centered_pass), as
+# LayerNorm's bf16 rows of 32768 and 65536 (since run ZZZZZK its rows of 65536 of one head split:
+# _FWD_SPLIT_LAYER_NORM; several heads keep these tiles): column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
 # y, over 1 × 16384 on 32 warps, 280.0 µs against normkit's whole row 341.7). Sweeps (runs ZZY and
 # its repeat, tools/tune.py --config, the heuristic in the same process, µs): 8192×32768 1 × 8192 on

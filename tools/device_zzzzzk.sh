@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Device run ZZZZZK (session 28, nvidia-h200; carry [".whl"], for `ab` also ".ab_base" — git archive of 5cd9ac9):
+#  Run ZZZZZJ `ab` voided the lag-2 experiment: every lag-2 part mismatched the column-tiled reference
+#  (tune's ok=False). Cause, found on the CPU (TTIR, sm_90): `old_h = prev_h` before the loop bound both
+#  names to one IR value, so Triton's search for loop-carried names (code_generator._find_carries: a name
+#  is carried when its value after a dry run of the body differs from the one before) saw old_h unchanged
+#  and dropped it — and prev_h, then read only by the dropped name, with it: the parts finished their rows
+#  from zeros (hence fewer registers: 94, and the "gains"). Fixed in the patch (zeros of their own; TTIR
+#  now carries the four tiles). Compiled again (sm_90, ptxas): held at lag 2 the pipeliner no longer stages
+#  the loads (0 cp.async) and the parts spill (LayerNorm bf16 1 × 2048 cap 128: 160 B; 1 × 4096: 255
+#  registers, 152 B; fp32 1 × 2048: 211 registers, so two an SM, not three); re-read (RELOAD) at lag 2 they
+#  stage as at lag 1 (36 cp.async) at the same registers as lag 1's re-read (128 / 193 / 143, 0 spilled) —
+#  block t − 2 read again from L2 (staged ahead: its address does not depend on the exchange).
+#  - `sweep` (~4 min, the patched build, same process): lag 1 held (the heuristic), lag 1 re-read, lag 2
+#    re-read, lag 2 held. Bytes: the re-read adds an L2 read of h and dy (no DRAM bytes if L2 holds them: two
+#    iterations × 528 parts × 8 KB ≈ 8.6 MB at 4096×16384, well inside the 60 MB L2).
+#    Prediction: lag 2 held loses (no staging, spills); lag 2 re-read beats lag 1 held by 3-8 % where the
+#    wait is exposed (LayerNorm bf16 4096×16384 117 → 108-113, 8192×32768 444 → 415-430; RMSNorm 4096×16384
+#    108 → 102-105), ties fp32; lag 1 re-read ties or loses 1-3 % (run ZZZZZF-era: re-read for held tiles
+#    lost at 1 × 2048).
+#  - `fwdsweep`: as run ZZZZZJ's (tools/device_zzzzzj.sh fwdsweep), not run there.
+#  Outcome (`both`, 98 s, µs, every config ok=True against the column-tiled reference): lag 2 LOST everywhere —
+#    held (unstaged, spilling): LayerNorm bf16 4096×16384 252.7 against lag 1 held 120.6, 8192×32768 599.1 /
+#    446.4, 2048×131072 616.0 / 466.4, RMSNorm 146.6 / 109.2 and 555.9 / 433.2, the fused LayerNorm 326.7 /
+#    148.7, the fused add 184.0 / 133.6, fp32 LayerNorm 256.4 / 202.8; re-read at lag 2 ties re-read at lag 1
+#    (129.6 / 128.1, 496.6 / 496.7, 522.0 / 526.6, 115.7 / 115.0, 466.1 / 465.7, 151.6 / 148.1, 139.4 / 137.9,
+#    224.8 / 222.4) and both lose to lag 1 held (except the fused LayerNorm: 148.1 / 148.7). So the
+#    partners' lateness is not what the staged parts wait on: the patch stays an experiment
+#    (docs/experiments/split-exchange-lag2.patch, fixed). `fwdsweep`: LayerNorm bf16 forward 4096×65536 in
+#    the capped 16 KB split parts 323.0 against the three-read tiles' 352.4 (predicted ≤ 335: met; 1 × 4096
+#    parts 380.4) — taken (`ab` below); 8192×32768 split 329.7 against 318.5 (kept three-read; 1 × 16384
+#    on 32 three-read 461.9, capped 377.0; whole row re-read 336.2); 4096×16384 whole row re-read on 16
+#    warps 71.9 stays (on 32: 79.4; three-read 1 × 8192 83.7, 1 × 4096 83.3, 1 × 16384 144.7).
+#  - `ab` (~3 min): LayerNorm's bf16 forward at 65536 in the split parts (config._FWD_SPLIT_LAYER_NORM_2_BYTE),
+#    A/B against .ab_base (5cd9ac9), 2 rounds, tools/tune.py --heuristic-only; then the GPU's LayerNorm
+#    forward heuristic tests (tests/test_split_rows.py, check mode). Prediction: 4096×65536 352 → 320-328,
+#    2048×65536 and 8192×65536 alike (−7 to −10 %), fp16 alike; the control 8192×32768 ±1 %.
+#  - `grid` (~6 min): side_by_side 420 — BENCHMARKS' current numbers.
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+N=/tmp/ab/lag2
+case $1 in sweep|both) patched_copy $N docs/experiments/split-exchange-lag2.patch ;; esac
+variants() {  # TILE: lag 1 held, lag 1 re-read, lag 2 re-read, lag 2 held
+  echo "$1 $1:reload $1:reload:l2 $1:l2"
+}
+case ${1:?sweep|fwdsweep|both|ab|grid} in
+ab)
+  arm() {
+    heuristic_in "$1" 70 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x65536,8192x65536,8192x32768
+    heuristic_in "$1" 40 --kind fwd --family layer_norm --dtype fp16 --shapes 4096x65536
+  }
+  ab_rounds 2 arm "$PWD/.ab_base" "$PWD" | tee "$L/ab.log"
+  checked_tests 120 tests/test_split_rows.py -k "layer_norm_forward_heuristic or split_forward" ;;
+grid)
+  side_by_side 420 ;;
+sweep|both)
+  ( cd $N && export PYTHONPATH=/tmp/site:$N
+    tune_sweep bwd layer_norm bf16 4096x16384 50 $(variants 1x2048:4:split:a3:p4:r128)
+    tune_sweep bwd layer_norm bf16 8192x32768,2048x131072 80 $(variants 1x4096:4:split:a3:p2)
+    tune_sweep bwd rms bf16 4096x16384 40 $(variants 1x2048:4:split:a3:p4:r128)
+    tune_sweep bwd rms bf16 2048x131072 50 $(variants 1x4096:4:split:a3:p2)
+    TUNE_ARGS=--residual tune_sweep bwd layer_norm bf16 4096x16384 50 $(variants 1x2048:4:split:a3:p4:r128)
+    tune_sweep bwd fused_add bf16 4096x16384 40 $(variants 1x2048:4:split:a3:p4:r128)
+    tune_sweep bwd layer_norm fp32 4096x16384 50 $(variants 1x2048:4:split:a4:p3)
+  ) 2>&1 | tee "$L/sweep.log" ;;&
+fwdsweep|both)
+  { tune_sweep fwd layer_norm bf16 8192x32768 40 1x16384:32:col:two 1x16384:32:col:two:r32 1x4096:8:col:two \
+        1x32768:32:reload
+    tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
+        1x4096:8:col:two
+    tune_sweep fwd layer_norm bf16 4096x65536,8192x32768 40 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload
+  } 2>&1 | tee "$L/fwdsweep.log" ;;
+esac
+pack_logs
