@@ -36,6 +36,17 @@
 #    forward heuristic tests (tests/test_split_rows.py, check mode). Prediction: 4096×65536 352 → 320-328,
 #    2048×65536 and 8192×65536 alike (−7 to −10 %), fp16 alike; the control 8192×32768 ±1 %.
 #  - `grid` (~6 min): side_by_side 420 — BENCHMARKS' current numbers.
+#    Outcome: `ab` (145 s, µs, .ab_base → this tree, rounds 1 / 2): bf16 4096×65536 350.2 / 350.5 → 322.6 /
+#    331.1, 2048×65536 180.8 / 180.7 → 166.8 / 167.6, 8192×65536 682.0 / 682.3 → 638.7 / 643.0, fp16 4096×65536
+#    338.7 / 336.7 → 315.2 / 316.4 (−6 to −8 %: as predicted); the control 8192×32768 315.7 / 314.9 → 314.5 /
+#    317.2; the GPU tests (check mode, -k "layer_norm_forward_heuristic or split_forward") 136 passed. Taken:
+#    design change 34. `grid` (321 s, copy 4222 GB/s): 4096×65536 350 → 323 µs; every other normkit row ±2.7 %.
+#  - `fwdsweep2` (~4 min): the forward's split parts again where the forwards stay short, since design change
+#    32's paired wait (which moved the balance at 65536, above): LayerNorm bf16 2048×131072 (78 %) and fp32
+#    4096×65536 (84 %) in parts of 8-32 KB on 4 / 8 / 16 warps, bf16 8192×32768 (81 %) and 4096×16384 (87 %)
+#    in wider parts on more warps (1 × 8192 / 1 × 4096 on 4 lost there: 329.7 / 368.2 against 318.5), RMSNorm
+#    bf16 2048×131072 (86 %) and fp32 4096×65536 (88 %) likewise. Prediction: most lose or tie (the part
+#    sizes were swept in sessions 21-23); a win of ≥ 3 % somewhere is a heuristic change for the next A/B.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
@@ -43,7 +54,7 @@ case $1 in sweep|both) patched_copy $N docs/experiments/split-exchange-lag2.patc
 variants() {  # TILE: lag 1 held, lag 1 re-read, lag 2 re-read, lag 2 held
   echo "$1 $1:reload $1:reload:l2 $1:l2"
 }
-case ${1:?sweep|fwdsweep|both|ab|grid} in
+case ${1:?sweep|fwdsweep|both|ab|grid|fwdsweep2} in
 ab)
   arm() {
     heuristic_in "$1" 70 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x65536,8192x65536,8192x32768
@@ -53,6 +64,20 @@ ab)
   checked_tests 120 tests/test_split_rows.py -k "layer_norm_forward_heuristic or split_forward" ;;
 grid)
   side_by_side 420 ;;
+fwdsweep2)
+  { tune_sweep fwd layer_norm bf16 2048x131072 60 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload \
+        1x16384:8:split:p2:r128:reload 1x8192:8:split:p2:reload
+    tune_sweep fwd layer_norm fp32 4096x65536 70 1x4096:4:split:p4:r128:reload 1x2048:4:split:p4:r128:reload \
+        1x4096:8:split:p2:reload 1x8192:8:split:p2:r128:reload
+    tune_sweep fwd layer_norm bf16 8192x32768 60 1x16384:8:split:p2:r128:reload 1x8192:8:split:p2:reload \
+        1x16384:16:split:p1:reload
+    tune_sweep fwd layer_norm bf16 4096x16384 40 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload \
+        1x8192:8:split:p2:reload
+    tune_sweep fwd rms bf16 2048x131072 60 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:reload \
+        1x16384:8:split:p2:reload 1x8192:8:split:p2:reload
+    tune_sweep fwd rms fp32 4096x65536 60 1x4096:4:split:p4:r128:reload 1x2048:4:split:p4:reload \
+        1x8192:8:split:p2:r128:reload
+  } 2>&1 | tee "$L/fwdsweep2.log" ;;
 sweep|both)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     tune_sweep bwd layer_norm bf16 4096x16384 50 $(variants 1x2048:4:split:a3:p4:r128)
