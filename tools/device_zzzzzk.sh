@@ -47,6 +47,19 @@
 #    in wider parts on more warps (1 × 8192 / 1 × 4096 on 4 lost there: 329.7 / 368.2 against 318.5), RMSNorm
 #    bf16 2048×131072 (86 %) and fp32 4096×65536 (88 %) likewise. Prediction: most lose or tie (the part
 #    sizes were swept in sessions 21-23); a win of ≥ 3 % somewhere is a heuristic change for the next A/B.
+#    Outcome (56 s, µs, the heuristic first): all lost or tied — LayerNorm bf16 2048×131072 327.6 (1 × 4096 on 4
+#    404.3, 1 × 16384 on 8 capped 349.7, 1 × 8192 on 8 429.4); fp32 4096×65536 610.7 (1 × 2048 723.2, 1 × 4096
+#    on 8 799.3, 1 × 8192 on 8 capped 651.4); bf16 8192×32768 317.2 three-read (338.7 / 385.6 / 460.5);
+#    4096×16384 72.6 whole row (split 85.1 / 98.6 / 103.4); RMSNorm bf16 2048×131072 291.1 (capped 295.5,
+#    1 × 4096 375.5, 1 × 16384 on 8 303.7, 1 × 8192 on 8 355.2); fp32 4096×65536 572.8 against 1 × 4096 on
+#    4 capped 563.6 (−1.6 %: under the 3 % bar, a tie), 1 × 2048 647.7, 1 × 8192 on 8 575.8.
+#  - `ncu` (~3 min): Nsight Compute on the backward's staged parts at 4096×16384 (LayerNorm 81 %, RMSNorm
+#    87 %, the fused add 96 %: the same tile, 1 × 2048 on 4 warps, four an SM) — their DRAM bytes, occupancy
+#    and stall reasons side by side, now that the exchange's lag is ruled out; and run ZZZZZJ's prepared
+#    forward profile (LayerNorm 4096×16384 held 112 against re-read 72.6 µs; RMSNorm held 71). Prediction:
+#    the backward parts read the minimum bytes; LayerNorm's differ from the fused add's by more issue
+#    (math pipe / barrier) stalls, not memory; the held forward tile reads the same DRAM bytes as the
+#    re-read one and loses in long-scoreboard stalls.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
@@ -54,7 +67,7 @@ case $1 in sweep|both) patched_copy $N docs/experiments/split-exchange-lag2.patc
 variants() {  # TILE: lag 1 held, lag 1 re-read, lag 2 re-read, lag 2 held
   echo "$1 $1:reload $1:reload:l2 $1:l2"
 }
-case ${1:?sweep|fwdsweep|both|ab|grid|fwdsweep2} in
+case ${1:?sweep|fwdsweep|both|ab|grid|fwdsweep2|ncu} in
 ab)
   arm() {
     heuristic_in "$1" 70 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x65536,8192x65536,8192x32768
@@ -78,6 +91,13 @@ fwdsweep2)
     tune_sweep fwd rms fp32 4096x65536 60 1x4096:4:split:p4:r128:reload 1x2048:4:split:p4:reload \
         1x8192:8:split:p2:r128:reload
   } 2>&1 | tee "$L/fwdsweep2.log" ;;
+ncu)
+  ncu_stalls bwd ln_bwd_16384 --family layer_norm --shape 4096x16384
+  ncu_stalls bwd rms_bwd_16384 --family rms --shape 4096x16384
+  ncu_stalls bwd fused_add_bwd_16384 --family fused_add --shape 4096x16384
+  ncu_stalls fwd ln_held --family layer_norm --shape 4096x16384 --config 1x16384:16
+  ncu_stalls fwd ln_reload --family layer_norm --shape 4096x16384 --config 1x16384:16:reload
+  ncu_stalls fwd rms_held --family rms --shape 4096x16384 --config 1x16384:16 ;;
 sweep|both)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     tune_sweep bwd layer_norm bf16 4096x16384 50 $(variants 1x2048:4:split:a3:p4:r128)
