@@ -60,6 +60,23 @@
 #    the backward parts read the minimum bytes; LayerNorm's differ from the fused add's by more issue
 #    (math pipe / barrier) stalls, not memory; the held forward tile reads the same DRAM bytes as the
 #    re-read one and loses in long-scoreboard stalls.
+#    Outcome (57 s; logs: ncu_*.log): the backward's staged parts at 4096×16384 read the minimum (268.5 MB;
+#    writes 120-123 MB) at 25 % theoretical occupancy (block limit: registers, four of 4 warps an SM) —
+#    LayerNorm 114.0 µs, issuing 0.67 warps a scheduler a cycle (67 % of cycles; top stalls not_selected
+#    1.08, long_scoreboard 1.00, wait 0.74, barrier 0.73): issue-bound; RMSNorm 104.0 µs, 0.58 (long_scoreboard
+#    1.92, barrier 1.24); the fused add 126.5 µs, 0.53 (long_scoreboard 2.88), 86 % of DRAM peak. The forward:
+#    the held LayerNorm tile is register-limited to ONE program an SM (theoretical occupancy 25 %, achieved
+#    23.4 %, 109.7 µs) where the re-read tile and RMSNorm's held tile fit two (50 %, 45 %: 71.4 / 70.4 µs) —
+#    the same 134 MB read. So the held tile's loss is occupancy, not its loads' hint. (tools/ptx_stats.py
+#    reports 63 registers for it, under 64: its specialisation differs from the launch's here — not chased.)
+#  - `capsweep` (~30 s): the held tile under a 64-register cap, two an SM — plain and fused, bf16 and fp32.
+#    Outcome (22 s, µs, the heuristic first): plain bf16 4096×16384 capped 70.7 against re-read 72.6 (held
+#    uncapped 111.9; re-read capped 72.6); the fused LayerNorm bf16 133.8 against held uncapped 139.0 (re-read
+#    145.9), fp32 273.7 against 274.2 (a tie).
+#  - `ab2` (~3 min): the 64-register cap for LayerNorm's 2-byte rows of 16384 held (config
+#    _FWD_HELD_LAYER_NORM_CAP), A/B against .ab_base, 2 rounds; then tests/test_ops.py -k layer_norm on the
+#    GPU in check mode. Prediction: plain 72.6 → 70-71.5 (−2 to −3 %), 8192×16384 alike; the fused 139 →
+#    133-135; fp16 alike; the control 16384×8192 ±1 %.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
@@ -67,7 +84,7 @@ case $1 in sweep|both) patched_copy $N docs/experiments/split-exchange-lag2.patc
 variants() {  # TILE: lag 1 held, lag 1 re-read, lag 2 re-read, lag 2 held
   echo "$1 $1:reload $1:reload:l2 $1:l2"
 }
-case ${1:?sweep|fwdsweep|both|ab|grid|fwdsweep2|ncu} in
+case ${1:?sweep|fwdsweep|both|ab|grid|fwdsweep2|ncu|capsweep|ab2} in
 ab)
   arm() {
     heuristic_in "$1" 70 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x65536,8192x65536,8192x32768
@@ -98,6 +115,19 @@ ncu)
   ncu_stalls fwd ln_held --family layer_norm --shape 4096x16384 --config 1x16384:16
   ncu_stalls fwd ln_reload --family layer_norm --shape 4096x16384 --config 1x16384:16:reload
   ncu_stalls fwd rms_held --family rms --shape 4096x16384 --config 1x16384:16 ;;
+capsweep)
+  { tune_sweep fwd layer_norm bf16 4096x16384 40 1x16384:16 1x16384:16:r64 1x16384:16:reload:r64 1x16384:16:reload
+    TUNE_ARGS=--residual tune_sweep fwd layer_norm bf16 4096x16384 40 1x16384:16 1x16384:16:r64 1x16384:16:reload
+    TUNE_ARGS=--residual tune_sweep fwd layer_norm fp32 4096x16384 40 1x16384:16 1x16384:16:r64 1x16384:16:reload
+  } 2>&1 | tee "$L/capsweep.log" ;;
+ab2)
+  arm() {
+    heuristic_in "$1" 50 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x16384,8192x16384,16384x8192
+    heuristic_in "$1" 50 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x16384,8192x16384
+    heuristic_in "$1" 30 --kind fwd --family layer_norm --dtype fp16 --shapes 4096x16384
+  }
+  ab_rounds 2 arm "$PWD/.ab_base" "$PWD" | tee "$L/ab2.log"
+  checked_tests 100 tests/test_ops.py -k "layer_norm" ;;
 sweep|both)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     tune_sweep bwd layer_norm bf16 4096x16384 50 $(variants 1x2048:4:split:a3:p4:r128)

@@ -172,6 +172,15 @@ _FWD_RELOAD_MIN = 4096
 # --residual, 4096×16384, µs): 1 × 16384 on 16 warps bf16 138.2 held against 143.6 re-read (32 warps
 # 143.6), fp32 272.7 against 292.3 (32 warps re-read 277.4, staged 1 × 1024 parts 279.0).
 _FWD_HELD_LAYER_NORM_RESIDUAL = (16384,)
+# LayerNorm's 2-byte rows of 16384 with a 2-byte y (and residual) held under a 64-register cap, plain or
+# fused: two programs of 16 warps an SM. Nsight Compute (run ZZZZZK `ncu`, 4096×16384 bf16): the held
+# tile uncapped ran one program an SM (block limit: registers; 23 % achieved occupancy, 109.7 µs),
+# re-read two (45 %, 71.4 µs), both reading the minimum 134 MB. Sweep (run ZZZZZK `capsweep`,
+# tools/tune.py --config, the heuristic in the same process, µs): plain 70.7 capped against 72.6
+# re-read and 111.9 held uncapped; fused 133.8 against 139.0 held uncapped and 145.9 re-read; fp32 fused
+# 273.7 against 274.2 (a tie: not taken). ptxas (sm_90): 64 registers, 0 B spilled with a 2-byte y, 28 B
+# with a 4-byte one (not taken there).
+_FWD_HELD_LAYER_NORM_CAP = {16384: 64}
 # RMSNorm rows of 4096 that load 16 KB (the fused add's two bf16 rows, fp32): 16 warps (above).
 _FWD_RELOAD_4096_WIDE_WARPS = 16
 # ptxas' register cap for plain 2-byte RMSNorm rows of ≥ 16384 re-read: 1 × 32768 on 32 warps
@@ -226,8 +235,10 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         return TileConfig(1, whole, True, num_warps=32, reload=True)
     if whole > _MAX_ONE_TILE_FWD:
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
+    held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and element_size == out_element_size == 2 and (
+        not residual or residual_element_size == 2) else 0
     reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and (
-        whole == _MAX_ONE_TILE_FWD or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
+        whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
         return TileConfig(block_m, whole, True, warps, reload=reload)
@@ -241,4 +252,5 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         warps = _FWD_RELOAD_4096_WIDE_WARPS
     capped = (reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual)
               and element_size == out_element_size == 2)
-    return TileConfig(block_m, whole, True, warps, reload=reload, max_registers=_FWD_RELOAD_CAP if capped else 0)
+    return TileConfig(block_m, whole, True, warps, reload=reload,
+                      max_registers=_FWD_RELOAD_CAP if capped else held_cap)
