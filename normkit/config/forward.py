@@ -178,8 +178,8 @@ _FWD_HELD_LAYER_NORM_RESIDUAL = (16384,)
 # re-read two (45 %, 71.4 µs), both reading the minimum 134 MB. Sweep (run ZZZZZK `capsweep`,
 # tools/tune.py --config, the heuristic in the same process, µs): plain 70.7 capped against 72.6
 # re-read and 111.9 held uncapped; fused 133.8 against 139.0 held uncapped and 145.9 re-read; fp32 fused
-# 273.7 against 274.2 (a tie: not taken). ptxas (sm_90): 64 registers, 0 B spilled with a 2-byte y, 28 B
-# with a 4-byte one (not taken there).
+# 273.7 against 274.2 (a tie: not taken). ptxas (sm_90, tools/ptx_stats.py): uncapped 82 registers; capped
+# 64, 0 B spilled with a 2-byte y, 16 B with a 4-byte one (not taken there).
 _FWD_HELD_LAYER_NORM_CAP = {16384: 64}
 # RMSNorm rows of 4096 that load 16 KB (the fused add's two bf16 rows, fp32): 16 warps (above).
 _FWD_RELOAD_4096_WIDE_WARPS = 16
