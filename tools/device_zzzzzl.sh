@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Device run ZZZZZL (prepared in session 28 for the next session, nvidia-h200; carry [".whl"]):
+#  Why: run ZZZZZK's Nsight Compute put LayerNorm's staged backward parts (4096×16384, 1 × 2048 on 4
+#  warps, four an SM) at 67 % of scheduler cycles issuing with not_selected the top stall — issue-bound —
+#  while the deeper exchange (lag 2) changed nothing: the instruction count a row block is the lever now
+#  (session 26's 6-10 % cut moved nothing while the parts waited two L2 round trips a block; design change
+#  32 halved that wait since).
+#  docs/experiments/backward-issue-diet.patch: (1) EVEN_COLS — where N is a multiple of the tile (every
+#  split part full, or a whole row of a power of two) the column mask is a constant, so it folds away
+#  (ops.launch_bwd passes it, tools/ptx_stats.py too); (2) LayerNorm's split parts finish a block with rstd
+#  folded in first (_dh_scaled: dh·rstd = dy·(w·rstd) − (ĥ·c₁·rstd + c₂·rstd), two element-wise ops fewer;
+#  RMSNorm's and the fused add's keep _dh — folded in, the fused add's loop grew 493 → 510). Count
+#  (tools/ptx_stats.py --sass, sm_90, the row loop a thread an iteration, with session 28's launch
+#  specialisation): LayerNorm bf16 1 × 2048 564 → 541 (−4.1 %), 1 × 4096 880 → 818 (−7.0 %); RMSNorm
+#  1 × 2048 442 → 423 (−4.3 %), 1 × 4096 694 → 648 (−6.6 %); the fused add 493 → 464 (−5.9 %); 0 B spilled
+#  everywhere, registers ±5 (LayerNorm 1 × 4096 251 → 242). CPU: the whole suite in the interpreter on the
+#  patched tree (EVEN_COLS on the whole-row paths; _dh_scaled runs only in split parts: GPU only).
+#  - `ab` (~5 min): A/B, 2 rounds, tools/tune.py --heuristic-only, base = this tree, new = + the patch
+#    (split_bwd_arm, plus whole-row controls 16384×4096 LayerNorm / RMSNorm / the fused add bf16).
+#    Prediction: LayerNorm bf16 4096×16384 117 → 112-115 (−2 to −4 %), 8192×32768 / 2048×131072 (1 × 4096
+#    parts) −3 to −6 %; RMSNorm −1 to −3 %; the fused add ±1 % (86 % of DRAM peak: memory-bound); the
+#    whole-row controls ±1 %. If LayerNorm moves < 1 %: the parts are not issue-bound after all — the
+#    not_selected stall is other warps' issue, not a shortage of slots.
+#  - `checks` (~4 min): a tree with both patches — the diet and docs/experiments/split-fp64-paired-wait.patch
+#    (session 27's review leftover: stats._spin_receive awaited a float64 word's two halves one after the
+#    other; `_await_two_words`, LayerNorm's checked pair, awaits both: compile_check 75 ok) — its
+#    tests/test_split_rows.py in check mode (LayerNorm's split parts: _dh_scaled's only coverage; the
+#    float64 staged parts: the pairing's) and memcheck of its split backward (120 s). If both pass and the
+#    diet wins: apply both, the fp64 one with a note (no heuristic picks float64 staged parts: no timing).
+#  Outcome: (to fill)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+N=/tmp/ab/diet
+case $1 in
+  ab) patched_copy $N docs/experiments/backward-issue-diet.patch ;;
+  checks) patched_copy $N docs/experiments/backward-issue-diet.patch docs/experiments/split-fp64-paired-wait.patch ;;
+esac
+case ${1:?ab|checks} in
+ab)
+  arm() {
+    split_bwd_arm "$1"
+    heuristic_in "$1" 40 --kind bwd --family layer_norm --dtype bf16 --shapes 16384x4096
+    heuristic_in "$1" 40 --kind bwd --family rms --dtype bf16 --shapes 16384x4096
+    heuristic_in "$1" 40 --kind bwd --family fused_add --dtype bf16 --shapes 16384x4096
+  }
+  ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log" ;;
+checks)
+  ( cd $N && export PYTHONPATH=/tmp/site:$N
+    checked_tests 200 tests/test_split_rows.py
+    memcheck_split bwd 120 ) ;;
+esac
+pack_logs
