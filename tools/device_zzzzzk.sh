@@ -77,6 +77,14 @@
 #    _FWD_HELD_LAYER_NORM_CAP), A/B against .ab_base, 2 rounds; then tests/test_ops.py -k layer_norm on the
 #    GPU in check mode. Prediction: plain 72.6 → 70-71.5 (−2 to −3 %), 8192×16384 alike; the fused 139 →
 #    133-135; fp16 alike; the control 16384×8192 ±1 %.
+#    Outcome (99 s, µs, .ab_base → this tree, rounds 1 / 2): plain bf16 4096×16384 73.3 / 72.8 → 71.1 / 71.0,
+#    8192×16384 140.0 / 139.7 → 137.4 / 137.1, fp16 73.4 / 73.2 → 71.5 / 71.2; the fused 4096×16384 139.4 /
+#    139.4 → 133.5 / 134.6, 8192×16384 273.2 / 273.0 → 262.7 / 264.7; control 131.6 / 131.0 → 131.4 / 130.9;
+#    all 24 rows ok=True; tests/test_ops.py -k layer_norm on the GPU: 4 passed. As predicted: taken (design
+#    change 34's second half). Then `grid` again (358 s, copy 4166 GB/s, docs/bench_h200_run_zzzzzk2.json →
+#    BENCHMARKS "Current numbers"): LayerNorm bf16 4096×16384 forward 72.8 → 71.1, 4096×65536 350 → 326; the
+#    fused LayerNorm's grid forward (no statistics stored) 134.6 → 134.3; the smallest shapes +3-4 % (this
+#    run's machine: its copy ran 1.6 % slower). Device time used this session: ~1650 of 1800 s.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/lag2
