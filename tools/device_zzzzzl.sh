@@ -14,7 +14,8 @@
 #  specialisation): LayerNorm bf16 1 × 2048 564 → 541 (−4.1 %), 1 × 4096 880 → 818 (−7.0 %); RMSNorm
 #  1 × 2048 442 → 423 (−4.3 %), 1 × 4096 694 → 648 (−6.6 %); the fused add 493 → 464 (−5.9 %); 0 B spilled
 #  everywhere, registers ±5 (LayerNorm 1 × 4096 251 → 242). CPU: the whole suite in the interpreter on the
-#  patched tree (EVEN_COLS on the whole-row paths; _dh_scaled runs only in split parts: GPU only).
+#  patched tree, 842 passed (EVEN_COLS on the whole-row paths; the two tests/test_tools.py cases that read
+#  BENCHMARKS.md failed only for the copy's lack of it); _dh_scaled runs only in split parts: GPU only.
 #  - `ab` (~5 min): A/B, 2 rounds, tools/tune.py --heuristic-only, base = this tree, new = + the patch
 #    (split_bwd_arm, plus whole-row controls 16384×4096 LayerNorm / RMSNorm / the fused add bf16).
 #    Prediction: LayerNorm bf16 4096×16384 117 → 112-115 (−2 to −4 %), 8192×32768 / 2048×131072 (1 × 4096
