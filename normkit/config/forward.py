@@ -235,8 +235,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         return TileConfig(1, whole, True, num_warps=32, reload=True)
     if whole > _MAX_ONE_TILE_FWD:
         return TileConfig(1, _FWD_COLUMN_TILE, False, num_warps=32)
-    held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and element_size == out_element_size == 2 and (
-        not residual or residual_element_size == 2) else 0
+    # LayerNorm's rows held under a register cap where x, y and the residual are all 2-byte
+    two_byte = element_size == out_element_size == 2 and (not residual or residual_element_size == 2)
+    held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and two_byte else 0
     reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and (
         whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
