@@ -28,6 +28,13 @@
 #    tests/test_split_rows.py in check mode (LayerNorm's split parts: _dh_scaled's only coverage; the
 #    float64 staged parts: the pairing's) and memcheck of its split backward (120 s). If both pass and the
 #    diet wins: apply both, the fp64 one with a note (no heuristic picks float64 staged parts: no timing).
+#  - `capsweep` (~1 min, this tree): LayerNorm's bf16 forward at 8192×32768, where torch.compile leads (281
+#    against 317 µs) — its three-read 1 × 8192 tile on 16 warps takes 40 registers (tools/ptx_stats.py with
+#    session 28's corrected specialisation: three programs an SM, 48 warps), capped at 32 it keeps 0 B
+#    spilled and fits four (64 warps: Inductor's occupancy, 2 × 32 warps at 32 registers, run ZZX). Run
+#    ZZZZZK timed the 1 × 16384 on 32 warps capped (377.0) against uncapped (461.9): the cap mattered there.
+#    Also 1 × 4096 on 8 capped (eight an SM, 0 B). Prediction: 1 × 8192 on 16 capped 317 → 295-305; if it
+#    wins ≥ 3 %, set _FWD_LAYER_NORM_CENTERED[32768]'s cap to 32 and A/B it (8192×32768, 16384×32768).
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -36,7 +43,7 @@ case $1 in
   ab) patched_copy $N docs/experiments/backward-issue-diet.patch ;;
   checks) patched_copy $N docs/experiments/backward-issue-diet.patch docs/experiments/split-fp64-paired-wait.patch ;;
 esac
-case ${1:?ab|checks} in
+case ${1:?ab|checks|capsweep} in
 ab)
   arm() {
     split_bwd_arm "$1"
@@ -45,6 +52,9 @@ ab)
     heuristic_in "$1" 40 --kind bwd --family fused_add --dtype bf16 --shapes 16384x4096
   }
   ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log" ;;
+capsweep)
+  tune_sweep fwd layer_norm bf16 8192x32768,16384x32768 60 1x8192:16:col:two 1x8192:16:col:two:r32 \
+      1x4096:8:col:two:r32 1x16384:32:col:two:r32 2>&1 | tee "$L/capsweep.log" ;;
 checks)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     checked_tests 200 tests/test_split_rows.py
