@@ -35,6 +35,10 @@
 #    ZZZZZK timed the 1 × 16384 on 32 warps capped (377.0) against uncapped (461.9): the cap mattered there.
 #    Also 1 × 4096 on 8 capped (eight an SM, 0 B). Prediction: 1 × 8192 on 16 capped 317 → 295-305; if it
 #    wins ≥ 3 %, set _FWD_LAYER_NORM_CENTERED[32768]'s cap to 32 and A/B it (8192×32768, 16384×32768).
+#    And LayerNorm's bf16 backward rows of 2048 (16384×2048 on the 90 % line; 4096×2048 68 %): its staged
+#    2 × 2048 tile on 4 warps takes 176 registers (two an SM) where RMSNorm's takes 162 (three); capped at
+#    168, 4 B spilled, three fit. Prediction: 16384×2048 ±2 % (the tile reads at ~90 % already), 4096×2048
+#    −2 to −5 % (a launch of 8 row blocks a program: more programs, shorter tail).
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -54,7 +58,8 @@ ab)
   ab_rounds 2 arm "$PWD" $N | tee "$L/ab.log" ;;
 capsweep)
   tune_sweep fwd layer_norm bf16 8192x32768,16384x32768 60 1x8192:16:col:two 1x8192:16:col:two:r32 \
-      1x4096:8:col:two:r32 1x16384:32:col:two:r32 2>&1 | tee "$L/capsweep.log" ;;
+      1x4096:8:col:two:r32 1x16384:32:col:two:r32 2>&1 | tee "$L/capsweep.log"
+  tune_sweep bwd layer_norm bf16 16384x2048,4096x2048 40 2x2048:4:a3:p2 2x2048:4:a3:p3:r168 2>&1 | tee -a "$L/capsweep.log" ;;
 checks)
   ( cd $N && export PYTHONPATH=/tmp/site:$N
     checked_tests 200 tests/test_split_rows.py
