@@ -163,6 +163,17 @@ split_bwd_arm() {
   heuristic_in "$1" 40 --kind bwd --family layer_norm --dtype fp32 --shapes 4096x16384
 }
 
+# layer_norm_fwd_sweep: LayerNorm's bf16 forward tiles where it stays short (runs ZZZZZJ / ZZZZZK
+# `fwdsweep`) — three-read 1 × 16384 on 32 warps (torch.compile's tile) and the whole row re-read at
+# 8192×32768 / 4096×16384, the capped 16 KB split parts at 4096×65536 / 8192×32768.
+layer_norm_fwd_sweep() {
+  tune_sweep fwd layer_norm bf16 8192x32768 40 1x16384:32:col:two 1x16384:32:col:two:r32 1x4096:8:col:two \
+      1x32768:32:reload
+  tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
+      1x4096:8:col:two
+  tune_sweep fwd layer_norm bf16 4096x65536,8192x32768 40 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload
+}
+
 # fwd_heuristic_in DIR TUNE_ARGS...: the forward heuristic's time in the build in DIR (tune_in's
 # heuristic lines for --kind fwd).
 fwd_heuristic_in() {

@@ -147,11 +147,6 @@ sweep|both)
     tune_sweep bwd layer_norm fp32 4096x16384 50 $(variants 1x2048:4:split:a4:p3)
   ) 2>&1 | tee "$L/sweep.log" ;;&
 fwdsweep|both)
-  { tune_sweep fwd layer_norm bf16 8192x32768 40 1x16384:32:col:two 1x16384:32:col:two:r32 1x4096:8:col:two \
-        1x32768:32:reload
-    tune_sweep fwd layer_norm bf16 4096x16384 30 1x16384:32:reload 1x16384:32:col:two 1x8192:16:col:two \
-        1x4096:8:col:two
-    tune_sweep fwd layer_norm bf16 4096x65536,8192x32768 40 1x8192:4:split:p4:r128:reload 1x4096:4:split:p4:r128:reload
-  } 2>&1 | tee "$L/fwdsweep.log" ;;
+  layer_norm_fwd_sweep 2>&1 | tee "$L/fwdsweep.log" ;;
 esac
 pack_logs

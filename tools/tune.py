@@ -322,7 +322,7 @@ def main(argv=None):
         pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
         # a heuristic whose result differs from the reference says so on its own line, before "best" (the
         # device scripts' A/B arms cut the line there: run ZZZZZJ timed a wrong build as 2-8 % faster)
-        wrong = " WRONG (differs from the column-tiled reference)" if any(
+        wrong = " WRONG (differs from the reference run)" if any(
             c == default and not ok for _, c, ok in rows) else ""
         print(f"{shape} {args.dtype} {family} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%){wrong}  "
               f"best {best[0] * 1e6:.1f} us ({pct(best[0]):.0f}%) {best[1]} ok={best[2]}", flush=True)
