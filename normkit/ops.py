@@ -355,6 +355,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
+            EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts

@@ -637,6 +637,21 @@ def test_recomputing_split_parts_join_stats_by_family_and_elements():
     assert not cfg.joins_stats(cfg.TileConfig(2, 2048, True, 4), True)  # not split
 
 
+def test_backward_drops_column_mask_for_full_two_byte_tiles():
+    """config.even_cols (design change 35): the backward's column mask goes (EVEN_COLS) only where every
+    column of a one-tile config lies inside the row and the input is 2-byte — float32's split parts ran
+    slower without it — never on the column path."""
+    assert cfg.even_cols(cfg.TileConfig(1, 2048, True, 4, split=True), 16384, 2)
+    assert cfg.even_cols(cfg.TileConfig(2, 4096, True, 8), 4096, 2)
+    assert not cfg.even_cols(cfg.TileConfig(1, 2048, True, 4, split=True), 16384, 4)  # float32
+    assert not cfg.even_cols(cfg.TileConfig(1, 2048, True, 4, split=True), 16000, 2)  # last part ragged
+    assert not cfg.even_cols(cfg.TileConfig(2, 4096, True, 8), 3000, 2)
+    assert not cfg.even_cols(cfg.TileConfig(1, 4096, False, 8), 65536, 2)  # column tiles keep their masks
+    heuristic = {(n, size): cfg.even_cols(cfg.tile_config(n, True, False, multiprocessors=132, element_size=size), n, size)
+                 for n in (1000, 2048, 16384, 65536, 100000) for size in (2, 4)}  # the GPU's tiles
+    assert {key for key, even in heuristic.items() if even} == {(2048, 2), (16384, 2), (65536, 2)}
+
+
 def test_layer_norm_forward_split_follows_x_and_y():
     """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
     2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)

@@ -39,7 +39,18 @@
 #    2 × 2048 tile on 4 warps takes 176 registers (two an SM) where RMSNorm's takes 162 (three); capped at
 #    168, 4 B spilled, three fit. Prediction: 16384×2048 ±2 % (the tile reads at ~90 % already), 4096×2048
 #    −2 to −5 % (a launch of 8 row blocks a program: more programs, shorter tail).
-#  Outcome: (to fill)
+#  Outcome (session 29; BENCHMARKS design change 35): `ab` (µs, rounds 1 / 2, main → diet): LayerNorm bf16
+#    4096×16384 117.0 / 118.4 → 114.8 / 114.2 (−2.7 %: met), 8192×32768 440.1 / 440.0 → 431.0 / 429.1,
+#    2048×131072 456.8 / 457.5 → 445.6 / 445.6 (−2.3 / −2.5 %: short of −3 %), the fused LayerNorm 146.5 /
+#    145.6 → 136.9 / 136.4 (−6.5 %); RMSNorm −0.7 to −1 % (low edge); the fused add and whole-row controls
+#    ±0.7 % (met) — issue-bound, as Nsight Compute said. LayerNorm fp32 203.7 / 204.5 → 207.3 / 204.8: traced
+#    to EVEN_COLS in run ZZZZZM (tools/device_zzzzzm.sh), which landed for 2-byte inputs only.
+#    `checks`: test_split_rows in check mode 275 passed, 1 skipped (interpreter-only); memcheck 62 split
+#    configs ok, 0 failed, no error (stopped at 120 s; ragged N only). `capsweep`: both caps LOST — 1 × 8192
+#    on 16 capped 32: 343.7 against 317.0 (8192×32768), 682.8 / 621.8 (16384×32768); 1 × 4096 on 8 capped
+#    518.0, 1 × 16384 on 32 capped 377.0; backward 2 × 2048 capped 168: 56.8 / 52.5 (16384×2048), 18.1 / 17.3
+#    (4096×2048). Occupancy is not what those tiles lack.
+#    Both patches landed and left docs/experiments (tools/device_zzzzzm.sh says how to get them back).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 N=/tmp/ab/diet

@@ -378,6 +378,17 @@ def joins_stats(config: TileConfig, layer_norm: bool) -> bool:
     return config.split and (layer_norm or per_thread <= _JOIN_STATS_RMS_MAX_ELEMENTS)
 
 
+# Design change 35 (run ZZZZZL `ab`, ZZZZZM `fp32ab` / `evenab`): where every column of a tile (or split
+# part) lies inside the row — N a multiple of block_n — the kernel drops its column mask (EVEN_COLS), about
+# 3-7 % of the row loop's instructions (tools/ptx_stats.py --sass). Only for 2-byte inputs: float32's split
+# parts ran 0.3-1.2 % slower without the mask (LayerNorm fp32 4096×16384 201.1 → 203.6 µs, RMSNorm fp32
+# 4096×65536 812 → 817; with the mask for float32, 201.3 / 811.7), though their loop shrank 516 → 489.
+def even_cols(config: TileConfig, n: int, element_size: int) -> bool:
+    """Whether the backward launches with EVEN_COLS (kernels/backward.py: no column mask): a one-tile
+    config whose block_n divides n, for 2-byte inputs."""
+    return config.one_tile and n % config.block_n == 0 and element_size < 4
+
+
 def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual: bool, layer_norm: bool,
                   element_size: int, vector_aligned: bool, recompute: bool = False) -> TileConfig:
     """The backward's tile on a GPU for rows of n (whole: n rounded up to a power of two); the

@@ -149,6 +149,19 @@ def _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM: tl.constexpr, RMS_SKIPS
 
 
 @triton.jit
+def _dh_scaled(h, dy, w, mean, rstd, sum_gh, sum_g, N):
+    """LayerNorm's `_dh` (ĥ, dh·rstd) with rstd folded in before the element-wise terms:
+    dh·rstd = dy·(w·rstd) − (ĥ·c₁·rstd + c₂·rstd) — per element the weight's product, ĥ, one FFMA for
+    the bracket and one for dh·rstd, against `_dh`'s g, ĥ, dh, − c₂ and · rstd (w None: no weight)."""
+    c1 = rstd * (sum_gh - mean * sum_g) / N
+    x_hat = (h - mean[:, None]) * rstd[:, None]
+    shift = x_hat * (c1 * rstd)[:, None] + (sum_g / N * rstd)[:, None]
+    if w is None:
+        return x_hat, dy * rstd[:, None] - shift
+    return x_hat, dy * (w[None, :] * rstd[:, None]) - shift
+
+
+@triton.jit
 def _store_dh(DX, DRESIDUAL_OUT, dx_offs, dres_offs, dh, mask, HAS_DRESIDUAL: tl.constexpr,
               COMPUTE_DTYPE: tl.constexpr):
     """dx = dh (+ dresidual_out, the gradient arriving on residual_out)."""
@@ -213,6 +226,7 @@ def norm_bwd_kernel(
     ASYNC_STAGES: tl.constexpr = None,  # ONE_TILE without PREFETCH: the row loop's loads staged in shared memory
     RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
+    EVEN_COLS: tl.constexpr = False,  # ONE_TILE: every column of the tile (or part) is < N: no column mask
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -237,6 +251,8 @@ def norm_bwd_kernel(
 
     if ONE_TILE:
         col_mask = cols < N
+        if EVEN_COLS:  # N a multiple of BLOCK_N: the mask folds away (fewer instructions a row block)
+            col_mask = tl.full([BLOCK_N], 1, tl.int1)
         dw_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         db_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         # The same columns in every row block: the weight is loaded once, except for the widest
@@ -317,10 +333,13 @@ def norm_bwd_kernel(
                                   other=0.0, eviction_policy="evict_first")
             h_c = prev_h.to(COMPUTE_DTYPE)
             dy_c = prev_dy.to(COMPUTE_DTYPE)
-            g = dy_c
-            if HAS_WEIGHT:
-                g = dy_c * w[None, :]
-            x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+            if IS_RMS_NORM:
+                g = dy_c
+                if HAS_WEIGHT:
+                    g = dy_c * w[None, :]
+                x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+            else:  # LayerNorm: rstd folded in first, two element-wise ops fewer (_dh_scaled)
+                x_hat, dh = _dh_scaled(h_c, dy_c, w if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N)
             _store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
                       rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
                       HAS_DRESIDUAL, COMPUTE_DTYPE)

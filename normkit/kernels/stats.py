@@ -124,14 +124,15 @@ def _await_two_words(ptr, other, tag, enabled):
 
 @triton.jit
 def _spin_receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """`_receive`'s (value, late) once every word carries `tag` (`_await_word`): late is all false;
-    masked lanes read 0."""
+    """`_receive`'s (value, late) once every word carries `tag` (`_await_word`; a float64's two halves
+    together, `_await_two_words`): late is all false; masked lanes read 0."""
     tags = tl.zeros(ptr.shape, tl.int32) + tag
     enabled = mask.to(tl.int32)
-    word = _await_word(ptr, tags, enabled)
-    low = word
-    if COMPUTE_DTYPE == tl.float64:
-        low = _await_word(ptr + SPAN, tags, enabled)
+    if COMPUTE_DTYPE == tl.float64:  # both halves awaited at once (`_await_two_words`: one round trip)
+        word, low = _await_two_words(ptr, ptr + SPAN, tags, enabled)
+    else:
+        word = _await_word(ptr, tags, enabled)
+        low = word
     return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0), mask & False  # (folds away)
 
 
