@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Device run ZZZZZN (prepared in session 29 for the next session, nvidia-h200; carry [".whl"]):
+#  Why: design change 35 showed the staged backward parts issue-bound (4-7 % fewer instructions a row
+#  block: LayerNorm's split backward −2-3 %, the fused LayerNorm's −6.5 %). What is left in their row loop
+#  (tools/ptx_stats.py --sass, sm_90; the per-line breakdown of LayerNorm's bf16 1 × 2048 part): every bf16
+#  → float32 upcast of a register's high element costs two instructions — a PRMT moving it into a register
+#  of its own, then the shift — where one does (x & 0xffff0000); h and dy are upcast twice a row block
+#  (the sums, then dh), the weight once. And ĥ = (h − μ)·rstd is an FADD and an FMUL where one FFMA does.
+#  docs/experiments/bf16-pairs.patch: kernels/convert.upcast (inline PTX, tl.inline_asm_elementwise pack=2:
+#  a register's low element shifted up, the high one masked — bitwise t.to(float32)), BF16_PAIRS on every
+#  bf16 upcast of both families (ops: the backward everywhere on a GPU; the forward's split parts and
+#  column tiles only — its whole-row tiles spilled with it: RMSNorm 1 × 16384 on 16 capped 0 → 64 B,
+#  1 × 65536 on 32 0 → 92 B); CENTER_FMA (the backward's LayerNorm split parts, 2-byte h: ĥ = h·rstd +
+#  (−μ·rstd), one FFMA; at most ½ulp(|μ|·rstd) more error in ĥ, below what a 2-byte h resolves).
+#  docs/experiments/bf16-pairs-no-center-fma.patch (on top): CENTER_FMA off — the third arm.
+#  Count (row loop a thread an iteration, before → after; 0 B spilled everywhere, registers ±6):
+#   backward LayerNorm 1 × 2048 parts 541 → 503 (−7.0 %; 525 with CENTER_FMA alone, 519 with pairs alone),
+#   1 × 4096 parts 818 → 767 (−6.2 %); RMSNorm 1 × 2048 423 → 414, 1 × 4096 648 → 629; the fused add
+#   464 → 447; whole rows (staged) −5 to −9 % (LayerNorm 2 × 2048 692 → 658, RMSNorm 497 → 463, the fused
+#   add 579 → 529); forward split parts RMSNorm 1 × 8192 911 → 815 (−10.5 %), LayerNorm 1 × 8192 1338 →
+#   1216 (−9.1 %), the fused add's 446 → 420; LayerNorm's three-read 1 × 8192 output loop 172 → 148 (−14 %).
+#  CPU: compile_check 75 ok; tests/test_ops, test_split_rows, test_gpu_compile, test_tools, test_functional
+#  passed on the patched tree (the interpreter never takes BF16_PAIRS: inline PTX; CENTER_FMA is split-only).
+#  So only a GPU says the pairs come back in order — and tools/tune.py's ok=True cannot: its reference is
+#  the same build's column-tiled kernel, which takes the pairs too. Run `checks` FIRST (the tests compare
+#  with float64 references); time nothing until it passes.
+#  - `ab` (~7 min): 2 rounds, tools/tune.py --heuristic-only; arms: this tree, + bf16-pairs, + both
+#    patches (LayerNorm rows only). Prediction: LayerNorm bf16 backward 4096×16384 114.5 → 108-112,
+#    8192×32768 / 2048×131072 −2 to −5 %; the fused LayerNorm −2 to −5 %; RMSNorm −1 to −2 %; the fused add
+#    ±1 % (memory-bound); whole rows 16384×4096 ±1 % (93-98 % of copy: memory-bound). CENTER_FMA alone
+#    worth about half of LayerNorm's gain. If LayerNorm moves < 1 %, the upcasts were not on the issue path.
+#  - `fwdab` (~4 min): 2 rounds, this tree against + bf16-pairs, the forwards. Prediction: RMSNorm bf16
+#    2048×131072 292 → 275-285; LayerNorm 4096×65536 / 2048×131072 325 → 305-318; LayerNorm 8192×32768
+#    (three reads) 315 → 295-310; the fused add's split parts ±1 % (94-96 %); control 16384×4096 ±1 %
+#    (unchanged code path). If the forwards do not move, they are latency-bound, not issue-bound.
+#  - `checks` (~5 min, first): the patched tree in check mode on the GPU — tests/test_convert.py (new in the
+#    patch: upcast's pairs bitwise against .to(float32), every bf16 bit pattern, element by element),
+#    tests/test_split_rows.py (every split part), tests/test_ops.py (whole rows both ways, bf16 among the
+#    dtypes), then memcheck of the split backward (120 s).
+#  If `ab` or `fwdab` wins and `checks` passes: apply bf16-pairs.patch (the backward's CENTER_FMA only if
+#  its arm shows it), write design change 36, then the grid (`grid`).
+#  Outcome: (to fill)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+P=/tmp/ab/pairs; F=/tmp/ab/nofma
+case ${1:?ab|fwdab|checks|grid} in
+ab|checks) patched_copy $P docs/experiments/bf16-pairs.patch ;;&
+ab) patched_copy $F docs/experiments/bf16-pairs.patch docs/experiments/bf16-pairs-no-center-fma.patch ;;
+fwdab) patched_copy $P docs/experiments/bf16-pairs.patch ;;
+esac
+case $1 in
+ab)
+  arm() {
+    if [ "$1" = $F ]; then  # CENTER_FMA's share: LayerNorm's split parts only
+      heuristic_in "$1" 70 --kind bwd --family layer_norm --dtype bf16 --shapes 4096x16384,8192x32768,2048x131072
+      heuristic_in "$1" 40 --kind bwd --family layer_norm --residual --dtype bf16 --shapes 4096x16384
+      return
+    fi
+    split_bwd_arm "$1"
+    heuristic_in "$1" 40 --kind bwd --family layer_norm --dtype bf16 --shapes 16384x4096,16384x2048
+    heuristic_in "$1" 40 --kind bwd --family rms --dtype bf16 --shapes 16384x4096,4096x2048
+    heuristic_in "$1" 40 --kind bwd --family fused_add --dtype bf16 --shapes 16384x4096
+  }
+  ab_rounds 2 arm "$PWD" $P $F | tee "$L/ab.log" ;;
+fwdab)
+  arm() {
+    heuristic_in "$1" 40 --kind fwd --family rms --dtype bf16 --shapes 2048x131072
+    heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype bf16 --shapes 8192x32768,4096x65536,2048x131072,16384x4096
+    heuristic_in "$1" 40 --kind fwd --family fused_add --dtype bf16 --shapes 4096x65536,2048x131072
+    heuristic_in "$1" 40 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x65536
+  }
+  ab_rounds 2 arm "$PWD" $P | tee "$L/fwdab.log" ;;
+checks)
+  ( cd $P && export PYTHONPATH=/tmp/site:$P
+    checked_tests 220 tests/test_convert.py tests/test_split_rows.py
+    TESTS_LOG=ops checked_tests 120 tests/test_ops.py
+    memcheck_split bwd 120 ) ;;
+grid) side_by_side 420 ;;
+esac
+pack_logs
