@@ -13,6 +13,15 @@
 #  1 × 65536 on 32 0 → 92 B); CENTER_FMA (the backward's LayerNorm split parts, 2-byte h: ĥ = h·rstd +
 #  (−μ·rstd), one FFMA; at most ½ulp(|μ|·rstd) more error in ĥ, below what a 2-byte h resolves).
 #  docs/experiments/bf16-pairs-no-center-fma.patch (on top): CENTER_FMA off — the third arm.
+#  docs/experiments/forward-split-diet.patch (on top of bf16-pairs, `fwdab`'s third arm): the forward's split
+#  parts (LayerNorm, RMSNorm) without a column mask where every part is full (EVEN_COLS; then LayerNorm's
+#  centred sum needs no select: stats.publish_row_sums), x̂ in one FFMA for LayerNorm's 2-byte x (split
+#  parts and column tiles: _center — the column tiles' is the one CPU-tested path, the interpreter's wide
+#  rows), and RMSNorm's split parts without a zero weight offset's add (HAS_WEIGHT_OFFSET: kept for its
+#  whole rows for registers, run ZS). Not the fused add's parts: unmasked they took 76 registers, not 72.
+#  Row loop: RMSNorm 1 × 8192 815 → 717 (911 before either patch), LayerNorm 1 × 8192 1216 → 1030 (1338),
+#  its three-read output loop 148 → 132 (172); registers ≤ before, 0 B spilled; compile_check 75 ok; the
+#  whole CPU suite on the tree with both patches: 833 passed, 358 skipped.
 #  Count (row loop a thread an iteration, before → after; 0 B spilled everywhere, registers ±6):
 #   backward LayerNorm 1 × 2048 parts 541 → 503 (−7.0 %; 525 with CENTER_FMA alone, 519 with pairs alone),
 #   1 × 4096 parts 818 → 767 (−6.2 %); RMSNorm 1 × 2048 423 → 414, 1 × 4096 648 → 629; the fused add
@@ -29,24 +38,28 @@
 #    8192×32768 / 2048×131072 −2 to −5 %; the fused LayerNorm −2 to −5 %; RMSNorm −1 to −2 %; the fused add
 #    ±1 % (memory-bound); whole rows 16384×4096 ±1 % (93-98 % of copy: memory-bound). CENTER_FMA alone
 #    worth about half of LayerNorm's gain. If LayerNorm moves < 1 %, the upcasts were not on the issue path.
-#  - `fwdab` (~4 min): 2 rounds, this tree against + bf16-pairs, the forwards. Prediction: RMSNorm bf16
-#    2048×131072 292 → 275-285; LayerNorm 4096×65536 / 2048×131072 325 → 305-318; LayerNorm 8192×32768
-#    (three reads) 315 → 295-310; the fused add's split parts ±1 % (94-96 %); control 16384×4096 ±1 %
-#    (unchanged code path). If the forwards do not move, they are latency-bound, not issue-bound.
-#  - `checks` (~5 min, first): the patched tree in check mode on the GPU — tests/test_convert.py (new in the
+#  - `fwdab` (~7 min): 2 rounds, the forwards; arms: this tree, + bf16-pairs, + bf16-pairs and
+#    forward-split-diet. Prediction (pairs / pairs + diet): RMSNorm bf16 2048×131072 292 → 280-288 /
+#    270-282; LayerNorm 4096×65536 / 2048×131072 325 → 310-320 / 295-312; LayerNorm 8192×32768 (three
+#    reads) 315 → 300-312 / 295-308; RMSNorm fp32 4096×65536 (diet only: offset, mask) 576 → 560-576,
+#    LayerNorm fp32 609 → 590-609; the fused add's split parts ±1 % (94-96 %: memory-bound); control
+#    16384×4096 ±1 % (untouched). If the forwards do not move, they are latency-bound, not issue-bound.
+#  - `checks` (~5 min, first): the tree with both patches in check mode on the GPU — tests/test_convert.py (new in the
 #    patch: upcast's pairs bitwise against .to(float32), every bf16 bit pattern, element by element),
 #    tests/test_split_rows.py (every split part), tests/test_ops.py (whole rows both ways, bf16 among the
-#    dtypes), then memcheck of the split backward (120 s).
+#    dtypes), then memcheck of the split backward (120 s). (The split forward's memcheck, `memcheck_split
+#    fwd`, if time allows: EVEN_COLS drops its column mask.)
 #  If `ab` or `fwdab` wins and `checks` passes: apply bf16-pairs.patch (the backward's CENTER_FMA only if
-#  its arm shows it), write design change 36, then the grid (`grid`).
+#  its arm shows it) and forward-split-diet.patch if its arm wins, write design change 36, then the grid
+#  (`grid`).
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-P=/tmp/ab/pairs; F=/tmp/ab/nofma
+P=/tmp/ab/pairs; F=/tmp/ab/nofma; D=/tmp/ab/fwddiet
 case ${1:?ab|fwdab|checks|grid} in
-ab|checks) patched_copy $P docs/experiments/bf16-pairs.patch ;;&
+ab|fwdab) patched_copy $P docs/experiments/bf16-pairs.patch ;;&
 ab) patched_copy $F docs/experiments/bf16-pairs.patch docs/experiments/bf16-pairs-no-center-fma.patch ;;
-fwdab) patched_copy $P docs/experiments/bf16-pairs.patch ;;
+fwdab|checks) patched_copy $D docs/experiments/bf16-pairs.patch docs/experiments/forward-split-diet.patch ;;
 esac
 case $1 in
 ab)
@@ -68,10 +81,12 @@ fwdab)
     heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype bf16 --shapes 8192x32768,4096x65536,2048x131072,16384x4096
     heuristic_in "$1" 40 --kind fwd --family fused_add --dtype bf16 --shapes 4096x65536,2048x131072
     heuristic_in "$1" 40 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x65536
+    heuristic_in "$1" 40 --kind fwd --family rms --dtype fp32 --shapes 4096x65536
+    heuristic_in "$1" 40 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
   }
-  ab_rounds 2 arm "$PWD" $P | tee "$L/fwdab.log" ;;
+  ab_rounds 2 arm "$PWD" $P $D | tee "$L/fwdab.log" ;;
 checks)
-  ( cd $P && export PYTHONPATH=/tmp/site:$P
+  ( cd $D && export PYTHONPATH=/tmp/site:$D
     checked_tests 220 tests/test_convert.py tests/test_split_rows.py
     TESTS_LOG=ops checked_tests 120 tests/test_ops.py
     memcheck_split bwd 120 ) ;;
