@@ -28,6 +28,11 @@
 #   464 → 447; whole rows (staged) −5 to −9 % (LayerNorm 2 × 2048 692 → 658, RMSNorm 497 → 463, the fused
 #   add 579 → 529); forward split parts RMSNorm 1 × 8192 911 → 815 (−10.5 %), LayerNorm 1 × 8192 1338 →
 #   1216 (−9.1 %), the fused add's 446 → 420; LayerNorm's three-read 1 × 8192 output loop 172 → 148 (−14 %).
+#  Not everywhere: in RMSNorm's 1 × 2048 parts ptxas still splits each pair (a PRMT and a shift a
+#  high element in SASS, though the PTX holds the 40 asm blocks as LayerNorm's does — the held bf16
+#  tile lives as 16-bit halves and is re-packed for the asm), hence its 423 → 414 only; reading the
+#  tiles as 32-bit words (session 26's docs/experiments/backward-bf16-words.patch, with its row −1 defect
+#  fixed) is the way there if the LayerNorm rows show the upcasts matter.
 #  CPU: compile_check 75 ok; tests/test_ops, test_split_rows, test_gpu_compile, test_tools, test_functional
 #  passed on the patched tree (the interpreter never takes BF16_PAIRS: inline PTX; CENTER_FMA is split-only).
 #  So only a GPU says the pairs come back in order — and tools/tune.py's ok=True cannot: its reference is
