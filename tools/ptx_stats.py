@@ -188,7 +188,7 @@ def main(argv=None) -> int:
                 config = dataclasses.replace(config, max_registers=args.max_registers)
             launched = constexprs(args.kind, family, config, args.dtype)
             if args.kind == "bwd":  # as ops.launch_bwd: no column mask where N is a multiple of the tile
-                launched["EVEN_COLS"] = cfg.even_cols(config, n, 4 if args.dtype == "fp32" else 2)
+                launched["EVEN_COLS"] = cfg.even_cols(config, n, sizes[args.dtype])
             if args.recompute:  # as ops.launch_bwd launches it without saved statistics
                 launched["JOIN_STATS"] = cfg.joins_stats(config, family == "layer_norm")
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**launched, **extra}, config.num_warps, True,

@@ -152,7 +152,10 @@ def _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM: tl.constexpr, RMS_SKIPS
 def _dh_scaled(h, dy, w, mean, rstd, sum_gh, sum_g, N):
     """LayerNorm's `_dh` (ĥ, dh·rstd) with rstd folded in before the element-wise terms:
     dh·rstd = dy·(w·rstd) − (ĥ·c₁·rstd + c₂·rstd) — per element the weight's product, ĥ, one FFMA for
-    the bracket and one for dh·rstd, against `_dh`'s g, ĥ, dh, − c₂ and · rstd (w None: no weight)."""
+    the bracket and one for dh·rstd, against `_dh`'s g, ĥ, dh, − c₂ and · rstd (w None: no weight).
+    It takes dy and w apart, not `_dh`'s g = dy·w: folded as g·rstd − (…) inside `_dh` (a flag tried in
+    session 29) the loop counted 552 instructions, not 541, and LayerNorm's fp32 parts took 198
+    registers, not 159 — two programs an SM, not three (tools/ptx_stats.py --sass, sm_90)."""
     c1 = rstd * (sum_gh - mean * sum_g) / N
     x_hat = (h - mean[:, None]) * rstd[:, None]
     shift = x_hat * (c1 * rstd)[:, None] + (sum_g / N * rstd)[:, None]
