@@ -57,14 +57,34 @@
 #  If `ab` or `fwdab` wins and `checks` passes: apply bf16-pairs.patch (the backward's CENTER_FMA only if
 #  its arm shows it) and forward-split-diet.patch if its arm wins, write design change 36, then the grid
 #  (`grid`).
-#  Outcome: (to fill)
+#  Outcome (session 30; BENCHMARKS design change 36 and section "Session 30"; the patches named above were
+#  landed or regenerated since: bf16-pairs → landed, its split-parts half → docs/experiments/
+#  backward-split-bf16-pairs.patch, no-center-fma → dropped, forward-split-diet → regenerated on the landed
+#  tree — so `ab`, `fwdab`, `mixab` no longer apply to HEAD; `dietab` and `grid` do):
+#  - `checks`: test_convert + test_split_rows 283 passed, 1 skipped; test_ops 2 FAILED — (1, 1) bf16 backward:
+#    Triton refused the packed asm on one element a thread. Fixed (config.holds_pairs); `recheck`: 129 passed.
+#    memcheck split bwd 58 ok, 0 failed (120 s limit).
+#  - `ab` (2 rounds, µs, rounds 1 / 2; main → pairs → no CENTER_FMA): the prediction failed for the split
+#    parts — LayerNorm 4096×16384 114.6 / 114.6 → 114.7 / 114.9 → 114.6 / 114.7, 8192×32768 433.3 / 433.0 →
+#    434.3 / 436.4 → 437.5 / 437.4, 2048×131072 449.1 / 449.1 → 450.0 / 452.2 → 453.4 / 452.4; RMSNorm
+#    2048×131072 432.9 / 430.8 → 436.3 / 438.7 (+1.3 %); the fused LayerNorm 136.6 / 136.0 → 134.9 / 135.1;
+#    whole rows −0.6 to −0.9 % (LayerNorm 16384×4096 103.0 / 103.1 → 102.4 / 102.0, RMSNorm 99.7 / 99.8 →
+#    99.0 / 99.2, the fused add 128.0 / 129.2 → 127.6 / 127.7). CENTER_FMA worth 0.5-1 % on the pairs arm.
+#  - `fwdab` (main → pairs alone: the diet arm void, see `dietab`): LayerNorm bf16 8192×32768 318.3 / 317.7 →
+#    306.3 / 306.4, 4096×65536 323.7 / 325.2 → 316.0 / 318.1, 2048×131072 324.6 / 327.6 → 317.7 / 313.9 (inside
+#    the prediction); RMSNorm 2048×131072 292.4 / 291.0 → 289.5 / 289.7 (short of it); others ±0.7 %.
+#  - `mixab` (main → pairs for whole rows only, CENTER_FMA in split parts: landed): LayerNorm split −0.6 to
+#    −0.8 %, whole rows −0.2 to −0.8 %, the fused add ±0.
+#  - `dietab` (landed → + forward-split-diet): −0.8 % to +0.6 %, noise: dropped.
+#  - `grid` (copy 4232 GB/s) → docs/bench_h200_run_zzzzzn.json, BENCHMARKS "Current numbers".
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
-P=/tmp/ab/pairs; F=/tmp/ab/nofma; D=/tmp/ab/fwddiet
-case ${1:?ab|fwdab|checks|grid} in
+P=/tmp/ab/pairs; F=/tmp/ab/nofma; D=/tmp/ab/fwddiet; W=/tmp/ab/wholepairs
+case ${1:?ab|fwdab|checks|recheck|mixab|dietab|grid} in
 ab|fwdab) patched_copy $P docs/experiments/bf16-pairs.patch ;;&
 ab) patched_copy $F docs/experiments/bf16-pairs.patch docs/experiments/bf16-pairs-no-center-fma.patch ;;
-fwdab|checks) patched_copy $D docs/experiments/bf16-pairs.patch docs/experiments/forward-split-diet.patch ;;
+mixab) patched_copy $W docs/experiments/bf16-pairs.patch docs/experiments/bf16-pairs-whole-rows.patch ;;
+fwdab|checks|recheck) patched_copy $D docs/experiments/bf16-pairs.patch docs/experiments/forward-split-diet.patch ;;
 esac
 case $1 in
 ab)
@@ -89,12 +109,35 @@ fwdab)
     heuristic_in "$1" 40 --kind fwd --family rms --dtype fp32 --shapes 4096x65536
     heuristic_in "$1" 40 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
   }
-  ab_rounds 2 arm "$PWD" $P $D | tee "$L/fwdab.log" ;;
+  ab_rounds 2 arm "$PWD" $D | tee "$L/fwdab.log" ;;  # session 30: two arms (device time), pairs + diet against this tree
 checks)
   ( cd $D && export PYTHONPATH=/tmp/site:$D
     checked_tests 220 tests/test_convert.py tests/test_split_rows.py
     TESTS_LOG=ops checked_tests 120 tests/test_ops.py
     memcheck_split bwd 120 ) ;;
+recheck)  # session 30: `checks` failed test_ops' (1, 1) bf16 rows (packed asm on one element a thread):
+  # the patch now asks ops for BF16_PAIRS only where config.holds_pairs; test_ops and test_convert again
+  ( cd $D && export PYTHONPATH=/tmp/site:$D
+    TESTS_LOG=ops checked_tests 150 tests/test_convert.py tests/test_ops.py ) ;;
+mixab)  # session 30, after `ab`: the pairs for whole rows only (split parts keep Triton's upcast), CENTER_FMA kept
+  arm() {
+    heuristic_in "$1" 50 --kind bwd --family layer_norm --dtype bf16 --shapes 4096x16384,8192x32768,2048x131072,16384x4096
+    heuristic_in "$1" 40 --kind bwd --family layer_norm --residual --dtype bf16 --shapes 4096x16384
+    heuristic_in "$1" 40 --kind bwd --family rms --dtype bf16 --shapes 16384x4096
+    heuristic_in "$1" 40 --kind bwd --family fused_add --dtype bf16 --shapes 16384x4096
+  }
+  ab_rounds 2 arm "$PWD" $W | tee "$L/mixab.log" ;;
+dietab)  # session 30, this tree with the pairs landed: + forward-split-diet.patch (a fresh directory:
+  # `fwdab`'s third arm never got it — patched_copy into a directory left by `checks` failed at bf16-pairs)
+  patched_copy /tmp/ab/diet2 docs/experiments/forward-split-diet.patch
+  arm() {
+    heuristic_in "$1" 40 --kind fwd --family rms --dtype bf16 --shapes 2048x131072
+    heuristic_in "$1" 50 --kind fwd --family layer_norm --dtype bf16 --shapes 8192x32768,4096x65536,2048x131072
+    heuristic_in "$1" 40 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x65536
+    heuristic_in "$1" 40 --kind fwd --family rms --dtype fp32 --shapes 4096x65536
+    heuristic_in "$1" 40 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
+  }
+  ab_rounds 2 arm "$PWD" /tmp/ab/diet2 | tee "$L/dietab.log" ;;
 grid) side_by_side 420 ;;
 esac
 pack_logs

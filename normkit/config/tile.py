@@ -70,6 +70,16 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def holds_pairs(config: TileConfig) -> bool:
+    """Whether every thread of the config's program holds an even number of each tile row's columns, which
+    convert.upcast's BF16_PAIRS (inline PTX taking two elements a register) needs. How many columns a
+    thread holds is Triton's layout's choice (alignment, contiguity); block_n ≥ two per thread of the
+    program is enough whatever it picks: a dimension held once a thread spans at most the program's
+    threads. Narrower tiles may leave a thread one element — N = 1 does, and Triton refuses the packed
+    asm ("number of input elements 1 must be a multiple of the op's packed_element attribute, 2")."""
+    return config.block_n >= 2 * 32 * config.num_warps
+
+
 def check_covers(config: TileConfig, n: int) -> None:
     """A config given to a launcher (tests, tools/tune.py) must reach every column of rows of n: a
     whole-row tile that is not split (one_tile, not split) holds block_n columns and nothing loops over

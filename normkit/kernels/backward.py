@@ -76,22 +76,25 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents
 
+from .convert import upcast
 from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
 def _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N, stride_x_col, stride_dy_col,
-                      weight_offset, HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+                      weight_offset, HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
+                      BF16_PAIRS: tl.constexpr = False):
     """(c, mask, h, dy, g = dy·(w + weight_offset)) for the column tile c = start + cols of a row
     block (column tiles: both passes over the row), upcast; masked elements are 0."""
     c = start + cols
     col_mask = c < N
     mask = row_mask[:, None] & col_mask[None, :]
-    h = tl.load(X + (x_rows + c[None, :] * stride_x_col), mask=mask, other=0.0).to(COMPUTE_DTYPE)
-    dy = tl.load(DY + (dy_rows + c[None, :] * stride_dy_col), mask=mask, other=0.0).to(COMPUTE_DTYPE)
+    h = upcast(tl.load(X + (x_rows + c[None, :] * stride_x_col), mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
+    dy = upcast(tl.load(DY + (dy_rows + c[None, :] * stride_dy_col), mask=mask, other=0.0), COMPUTE_DTYPE,
+                BF16_PAIRS)
     g = dy
     if HAS_WEIGHT:
-        w = tl.load(W + (w_row + c), mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+        w = upcast(tl.load(W + (w_row + c), mask=col_mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS) + weight_offset
         g = dy * w[None, :]
     return c, mask, h, dy, g
 
@@ -126,9 +129,9 @@ def _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS, hea
 
 
 @triton.jit
-def _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE: tl.constexpr):
+def _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """w + weight_offset for the columns `cols` of this head's weight row, upcast."""
-    return tl.load(W + w_row + cols, mask=col_mask, other=0.0).to(COMPUTE_DTYPE) + weight_offset
+    return upcast(tl.load(W + w_row + cols, mask=col_mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS) + weight_offset
 
 
 @triton.jit
@@ -149,15 +152,21 @@ def _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM: tl.constexpr, RMS_SKIPS
 
 
 @triton.jit
-def _dh_scaled(h, dy, w, mean, rstd, sum_gh, sum_g, N):
+def _dh_scaled(h, dy, w, mean, rstd, sum_gh, sum_g, N, CENTER_FMA: tl.constexpr = False):
     """LayerNorm's `_dh` (ĥ, dh·rstd) with rstd folded in before the element-wise terms:
     dh·rstd = dy·(w·rstd) − (ĥ·c₁·rstd + c₂·rstd) — per element the weight's product, ĥ, one FFMA for
     the bracket and one for dh·rstd, against `_dh`'s g, ĥ, dh, − c₂ and · rstd (w None: no weight).
     It takes dy and w apart, not `_dh`'s g = dy·w: folded as g·rstd − (…) inside `_dh` (a flag tried in
     session 29) the loop counted 552 instructions, not 541, and LayerNorm's fp32 parts took 198
-    registers, not 159 — two programs an SM, not three (tools/ptx_stats.py --sass, sm_90)."""
+    registers, not 159 — two programs an SM, not three (tools/ptx_stats.py --sass, sm_90).
+    CENTER_FMA (2-byte h only): ĥ = h·rstd + (−μ·rstd), one FFMA for (h − μ)·rstd's two; the rounded
+    −μ·rstd costs at most ½ulp(|μ|·rstd) of ĥ, under 2⁻¹⁵ while |μ|·rstd < 2⁸ (2⁻¹³ below 2¹⁰, fp16) —
+    and past that the 2-byte h itself carries less precision of h − μ than that."""
     c1 = rstd * (sum_gh - mean * sum_g) / N
-    x_hat = (h - mean[:, None]) * rstd[:, None]
+    if CENTER_FMA:
+        x_hat = h * rstd[:, None] + (-mean * rstd)[:, None]
+    else:
+        x_hat = (h - mean[:, None]) * rstd[:, None]
     shift = x_hat * (c1 * rstd)[:, None] + (sum_g / N * rstd)[:, None]
     if w is None:
         return x_hat, dy * rstd[:, None] - shift
@@ -166,10 +175,10 @@ def _dh_scaled(h, dy, w, mean, rstd, sum_gh, sum_g, N):
 
 @triton.jit
 def _store_dh(DX, DRESIDUAL_OUT, dx_offs, dres_offs, dh, mask, HAS_DRESIDUAL: tl.constexpr,
-              COMPUTE_DTYPE: tl.constexpr):
+              COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """dx = dh (+ dresidual_out, the gradient arriving on residual_out)."""
     if HAS_DRESIDUAL:
-        dh += tl.load(DRESIDUAL_OUT + dres_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+        dh += upcast(tl.load(DRESIDUAL_OUT + dres_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
     tl.store(DX + dx_offs, dh, mask=mask)
 
 
@@ -187,14 +196,14 @@ def _add_triple(a, b, c, d, e, f):
 
 
 @triton.jit
-def _dweight_term(dy, x_hat, X_HAT_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+def _dweight_term(dy, x_hat, X_HAT_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """dy · ĥ, the dweight partial's term, with ĥ rounded to X_HAT_DTYPE as the forward scaled it.
 
     No mask, and the same bits as with one: a lane of a row past the end loaded x = dy = 0 and has
     rstd = 0 and mean = 0 (ĥ = 0), so it adds +0; a lane past N sums into a column of the partial
     that is never stored. (A `tl.where` on the mask had cost selects: 60 of the 811 instructions a
     thread spent a row block in RMSNorm's bf16 1 × 4096 split part, `tools/ptx_stats.py --sass`.)"""
-    return dy * x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE)
+    return dy * upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
 
 
 @triton.jit
@@ -230,6 +239,8 @@ def norm_bwd_kernel(
     RELOAD: tl.constexpr = False,  # SPLIT > 1: the previous block's h and dy read again after the exchange
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
     EVEN_COLS: tl.constexpr = False,  # ONE_TILE: every column of the tile (or part) is < N: no column mask
+    BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
+    CENTER_FMA: tl.constexpr = False,  # SPLIT > 1, LayerNorm, 2-byte h: ĥ in one FFMA (`_dh_scaled`)
 ):
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
@@ -261,7 +272,7 @@ def norm_bwd_kernel(
         # The same columns in every row block: the weight is loaded once, except for the widest
         # rows, where keeping it live spilled (4096×16384: see config._BWD_PREFETCH).
         if HAS_WEIGHT and KEEP_W:
-            w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+            w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
         next_h, next_dy = 0, 0  # (placeholders without PREFETCH: _take_rows passes them through)
         if PREFETCH:
             next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
@@ -290,10 +301,10 @@ def norm_bwd_kernel(
                                                 head_rows, cols, col_mask, stride_x_row, stride_x_col,
                                                 stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
             if HAS_WEIGHT and not KEEP_W:
-                w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+                w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
             mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
-            h_c = h.to(COMPUTE_DTYPE)
-            g = dy.to(COMPUTE_DTYPE)
+            h_c = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
+            g = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
             if HAS_WEIGHT:
                 g = g * w[None, :]
             # the sums in one reduction (one round of cross-warp exchanges), with JOIN_STATS the
@@ -334,20 +345,21 @@ def norm_bwd_kernel(
                                  other=0.0, eviction_policy="evict_first")
                 prev_dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask,
                                   other=0.0, eviction_policy="evict_first")
-            h_c = prev_h.to(COMPUTE_DTYPE)
-            dy_c = prev_dy.to(COMPUTE_DTYPE)
+            h_c = upcast(prev_h, COMPUTE_DTYPE, BF16_PAIRS)
+            dy_c = upcast(prev_dy, COMPUTE_DTYPE, BF16_PAIRS)
             if IS_RMS_NORM:
                 g = dy_c
                 if HAS_WEIGHT:
                     g = dy_c * w[None, :]
                 x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
             else:  # LayerNorm: rstd folded in first, two element-wise ops fewer (_dh_scaled)
-                x_hat, dh = _dh_scaled(h_c, dy_c, w if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N)
+                x_hat, dh = _dh_scaled(h_c, dy_c, w if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N,
+                                        CENTER_FMA and X.dtype.element_ty.primitive_bitwidth == 16)
             _store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
                       rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
-                      HAS_DRESIDUAL, COMPUTE_DTYPE)
+                      HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
             if HAS_WEIGHT:  # unmasked: `_dweight_term`
-                dw_acc += tl.sum(_dweight_term(dy_c, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE), axis=0)
+                dw_acc += tl.sum(_dweight_term(dy_c, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
             if HAS_BIAS:
                 db_acc += tl.sum(dy_c, axis=0)
             if not RELOAD:
@@ -373,12 +385,12 @@ def norm_bwd_kernel(
                 h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
                                                     head_rows, cols, col_mask, stride_x_row, stride_x_col,
                                                     stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
-                h = h.to(COMPUTE_DTYPE)
-                dy = dy.to(COMPUTE_DTYPE)
+                h = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
+                dy = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
                 g = dy
                 if HAS_WEIGHT:
                     if not KEEP_W:
-                        w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE)
+                        w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
                     g = dy * w[None, :]
                 if JOIN_SUMS and not IS_RMS_NORM:  # one tree, one set of cross-warp barriers, for both sums
                     sum_gh, sum_g = tl.split(tl.sum(tl.join(g * h, g), axis=1))
@@ -406,7 +418,7 @@ def norm_bwd_kernel(
                 for start in tl.range(0, N, BLOCK_N):
                     c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
                                                           stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                          COMPUTE_DTYPE)
+                                                          COMPUTE_DTYPE, BF16_PAIRS)
                     acc_gh += g * h
                     acc_g += g
                     if RECOMPUTE_STATS:
@@ -430,22 +442,22 @@ def norm_bwd_kernel(
                 # 4096×16384 in 177 µs against 142 (device run ZI): there RMSNorm computes Σg as before.
                 x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM, KEEP_W)
                 _store_dh(DX, DRESIDUAL_OUT, dx_rows + cols[None, :], dres_rows + cols[None, :] * stride_dres_col,
-                          dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE)
+                          dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
                 if HAS_WEIGHT:
-                    dw_acc += tl.sum(_dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE), axis=0)
+                    dw_acc += tl.sum(_dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
                 if HAS_BIAS:
                     db_acc += tl.sum(dy, axis=0)
             else:
                 for start in tl.range(0, N, BLOCK_N):
                     c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
                                                           stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                          COMPUTE_DTYPE)
+                                                          COMPUTE_DTYPE, BF16_PAIRS)
                     x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
                     _store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
-                              dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE)
+                              dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
                     if HAS_WEIGHT:
-                        _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N,
-                                            tl.sum(_dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE), axis=0))
+                        term = _dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS)
+                        _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N, tl.sum(term, axis=0))
                     if HAS_BIAS:
                         _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
                 tl.debug_barrier()

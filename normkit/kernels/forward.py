@@ -44,45 +44,49 @@ outputs by 4e-12 relative at var = 1e-4: found on the H200 by tests/test_propert
 import triton
 import triton.language as tl
 
+from .convert import upcast
 from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
 def _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
-            EVICTION: tl.constexpr):
+            EVICTION: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """h = x (+ residual), upcast to COMPUTE_DTYPE; masked elements are 0. EVICTION: the loads'
     L2 eviction policy ("evict_first" for data read once)."""
-    h = tl.load(X + x_offs, mask=mask, other=0.0, eviction_policy=EVICTION).to(COMPUTE_DTYPE)
+    h = upcast(tl.load(X + x_offs, mask=mask, other=0.0, eviction_policy=EVICTION), COMPUTE_DTYPE, BF16_PAIRS)
     if HAS_RESIDUAL:
-        h += tl.load(RESIDUAL + res_offs, mask=mask, other=0.0, eviction_policy=EVICTION).to(COMPUTE_DTYPE)
+        h += upcast(tl.load(RESIDUAL + res_offs, mask=mask, other=0.0, eviction_policy=EVICTION), COMPUTE_DTYPE,
+                    BF16_PAIRS)
     return h
 
 
 @triton.jit
 def _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
-                 HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, EVICTION: tl.constexpr):
+                 HAS_RESIDUAL: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, EVICTION: tl.constexpr,
+                 BF16_PAIRS: tl.constexpr = False):
     """A column tile of the rows: columns c (masked past N and on rows past M) and its h = x
     (+ residual) in COMPUTE_DTYPE."""
     mask = row_mask[:, None] & (c < N)[None, :]
     h = _load_h(X, RESIDUAL, x_rows + c[None, :] * stride_x_col, res_rows + c[None, :] * stride_res_col, mask,
-                HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
+                HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION, BF16_PAIRS)
     return mask, h
 
 
 @triton.jit
 def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-            HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr):
+            HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr,
+            BF16_PAIRS: tl.constexpr = False):
     """y = x̂ · (w + weight_offset) + b, with x̂ first rounded to X_HAT_DTYPE (a no-op when that is
     COMPUTE_DTYPE; x's dtype for Llama-style casting: normalise in fp32, cast, then scale). The
     offset's add only with HAS_WEIGHT_OFFSET (an add per element, per row: the weight is not kept)."""
-    y = x_hat.to(X_HAT_DTYPE).to(COMPUTE_DTYPE)
+    y = upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
     if HAS_WEIGHT:
-        w = tl.load(W + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+        w = upcast(tl.load(W + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
         if HAS_WEIGHT_OFFSET:
             w += weight_offset
         y = y * w
     if HAS_BIAS:
-        y += tl.load(B + w_offs, mask=mask, other=0.0).to(COMPUTE_DTYPE)
+        y += upcast(tl.load(B + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
     return y
 
 
@@ -90,13 +94,13 @@ def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, 
 def _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask, c, N, stride_x_col,
                  stride_res_col, mean, rstd, weight_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
                  HAS_BIAS: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
-                 X_HAT_DTYPE: tl.constexpr, EVICTION: tl.constexpr):
+                 X_HAT_DTYPE: tl.constexpr, EVICTION: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """y on the rows' column tile c, from h read again (x (+ residual), unrounded, exactly as the
     ONE_TILE path uses it): y = (h − mean) · rstd · (w + weight_offset) + b."""
     mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
-                           HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION)
+                           HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION, BF16_PAIRS)
     y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask, weight_offset, HAS_WEIGHT,
-                HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
+                HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, BF16_PAIRS)
     tl.store(Y + y_rows + c[None, :], y, mask=mask, eviction_policy=EVICTION)
 
 
@@ -133,7 +137,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
-                SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr):
+                SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
@@ -162,7 +166,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         mask = (rows < M)[:, None] & col_mask[None, :]
         h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
                     rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
-                    COMPUTE_DTYPE, "evict_last" if RELOAD else "evict_first")
+                    COMPUTE_DTYPE, "evict_last" if RELOAD else "evict_first", BF16_PAIRS)
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
         publish_row_sums(XCHG, group, t, part, h, mask, N, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
@@ -179,11 +183,12 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
                         rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
-                        COMPUTE_DTYPE, "evict_first")
+                        COMPUTE_DTYPE, "evict_first", BF16_PAIRS)
         else:
             h, held = held, h
         y = _affine((h - mean[:, None]) * rstd[:, None], W, B, (rows % HEADS).to(tl.int64)[:, None] * N + cols[None, :],
-                    mask, weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
+                    mask, weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE,
+                    BF16_PAIRS)
         tl.store(Y + rows64[:, None] * stride_y_row + cols[None, :], y, mask=mask, eviction_policy="evict_first")
         if STORE_STATS:
             first = row_mask & (part == 0)
@@ -222,6 +227,7 @@ def norm_fwd_kernel(
     CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
     SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async), the
     # exchange's wait then spinning in PTX (stats.await_row_sums SPIN: a poll loop would keep the pipeliner off)
+    BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
@@ -236,7 +242,7 @@ def norm_fwd_kernel(
         _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
-                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD)
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD, BF16_PAIRS)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS
@@ -254,7 +260,7 @@ def norm_fwd_kernel(
         x_offs = x_rows + cols[None, :] * stride_x_col
         res_offs = res_rows + cols[None, :] * stride_res_col
         h = _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL, COMPUTE_DTYPE,
-                    "evict_last" if RELOAD else EVICTION)
+                    "evict_last" if RELOAD else EVICTION, BF16_PAIRS)
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + res_out_rows + cols[None, :], h, mask=mask, eviction_policy=EVICTION)
         if IS_RMS_NORM:
@@ -271,7 +277,7 @@ def norm_fwd_kernel(
         for start in tl.range(0, N, BLOCK_N, num_stages=COLUMN_STAGES):
             c = start + cols
             mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
-                                   HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP)
+                                   HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP, BF16_PAIRS)
             if STORE_RESIDUAL_OUT:
                 tl.store(RESIDUAL_OUT + res_out_rows + c[None, :], h, mask=mask)
             if CENTERED:
@@ -283,7 +289,7 @@ def norm_fwd_kernel(
             lane = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
             for start in tl.range(0, N, BLOCK_N, num_stages=COLUMN_STAGES):
                 mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, start + cols, N, stride_x_col,
-                                       stride_res_col, HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP)
+                                       stride_res_col, HAS_RESIDUAL, COMPUTE_DTYPE, COLUMN_KEEP, BF16_PAIRS)
                 d = tl.where(mask, h - mean[:, None], 0.0)
                 lane += d * d
             m2 = tl.sum(lane, axis=1)
@@ -299,20 +305,20 @@ def norm_fwd_kernel(
     if ONE_TILE:
         if RELOAD:  # the row again (the same values: h rounds nowhere), so it need not stay live
             centered = _load_h(X, RESIDUAL, x_offs, res_offs, mask, HAS_RESIDUAL, COMPUTE_DTYPE,
-                               "evict_first") - mean[:, None]
+                               "evict_first", BF16_PAIRS) - mean[:, None]
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
-                    HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE)
+                    HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, BF16_PAIRS)
         tl.store(Y + y_rows + cols[None, :], y, mask=mask, eviction_policy="evict_first" if RELOAD else EVICTION)
     elif CENTERED:  # three reads: tile order, the loop counting columns (counting tiles, as below, the
         # kernel takes 50 registers, not 40: two programs an SM, not three; 8192×32768 317 → 356 µs, run ZZZZK)
         for start in tl.range(0, N, BLOCK_N):
             _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask, start + cols, N,
                          stride_x_col, stride_res_col, mean, rstd, weight_offset, HAS_RESIDUAL, HAS_WEIGHT,
-                         HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, COLUMN_DROP)
+                         HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, COLUMN_DROP, BF16_PAIRS)
     else:  # two reads: the tiles backwards (a snake), from those the statistics pass read last
         num_tiles = tl.cdiv(N, BLOCK_N)
         for i in tl.range(0, num_tiles):
             _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask,
                          (num_tiles - 1 - i) * BLOCK_N + cols, N, stride_x_col, stride_res_col, mean, rstd,
                          weight_offset, HAS_RESIDUAL, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE,
-                         X_HAT_DTYPE, COLUMN_DROP)
+                         X_HAT_DTYPE, COLUMN_DROP, BF16_PAIRS)

@@ -1,0 +1,28 @@
+"""Upcasts shared by the forward and backward families.
+
+A bf16 value is the top half of its float32, so bf16 → float32 is a shift. Triton converts each
+element on its own: the high element of a 32-bit register pair is first moved into a register of its
+own (a PRMT), then shifted — two instructions where one does (tools/ptx_stats.py --sass: 16 of the 541
+a thread spent a row block in LayerNorm's bf16 1 × 2048 backward split part, and again where the row
+is read a second time). `upcast` with BF16_PAIRS takes the register whole: the low element shifted up,
+the high one masked.
+
+Where ops asks for it (run ZZZZZN, A/Bs on an H200): the forward's split parts and column tiles
+(LayerNorm bf16 8192×32768 318.0 → 306.4 µs, 2048×131072 326.1 → 315.8; its whole rows spilled with
+it) and the backward's whole rows (−0.6 to −0.8 %). Not the backward's split parts: there the pairs
+lost 0.5-1.3 % (RMSNorm 2048×131072 431.9 → 437.5) though their loop shrank 423 → 414 instructions.
+Every thread must hold an even number of elements (config.holds_pairs).
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def upcast(t, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr):
+    """t in COMPUTE_DTYPE — bitwise `t.to(COMPUTE_DTYPE)`. With BF16_PAIRS (GPU only: inline PTX) a
+    bf16 tile goes to float32 a 32-bit register of two elements at a time, one instruction each."""
+    if BF16_PAIRS and t.dtype == tl.bfloat16 and COMPUTE_DTYPE == tl.float32:
+        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
+                                         dtype=tl.float32, is_pure=True, pack=2)
+    return t.to(COMPUTE_DTYPE)

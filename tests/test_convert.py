@@ -1,0 +1,43 @@
+"""kernels/convert.upcast: bf16 → float32 by register pairs (BF16_PAIRS, inline PTX) must give the
+bits `.to(float32)` gives, element for element — a swapped pair would still pass most value checks
+of a normalisation (its sums do not depend on the order), so this test compares every element."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from normkit.kernels.convert import upcast
+
+cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="inline PTX needs a CUDA GPU")
+
+
+@triton.jit
+def _upcast_kernel(X, Y, BLOCK: tl.constexpr, PAIRS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, upcast(tl.load(X + offs), tl.float32, PAIRS))
+
+
+@cuda_only
+@pytest.mark.parametrize("block", [2, 256, 2048, 8192])
+@pytest.mark.parametrize("warps", [1, 4])
+def test_bf16_pairs_upcast_is_elementwise(block, warps):
+    # every bf16 bit pattern (NaNs included) once, shuffled: a swap within a pair, or a half dropped,
+    # changes some element's bits
+    bits = torch.randperm(1 << 16, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
+    x = (bits.to(torch.int32) - (1 << 15)).to(torch.int16).view(torch.bfloat16)
+    for pairs in (False, True):
+        y = torch.empty(x.shape, dtype=torch.float32, device="cuda")
+        _upcast_kernel[(x.numel() // block,)](x, y, BLOCK=block, PAIRS=pairs, num_warps=warps)
+        assert torch.equal(y.view(torch.int32), x.float().view(torch.int32)), (block, warps, pairs)
+
+
+def test_pairs_only_where_every_thread_holds_two_columns():
+    # N = 1's tile leaves each thread one element: Triton refuses the packed asm there, so ops must not
+    # ask for BF16_PAIRS (the GPU run ZZZZZN found tests/test_ops.py's (1, 1) rows failing to compile)
+    from normkit.config import TileConfig, holds_pairs
+    assert not holds_pairs(TileConfig(1, 1, True))
+    assert not holds_pairs(TileConfig(64, 128, True, num_warps=4))
+    assert holds_pairs(TileConfig(1, 256, True, num_warps=4))
+    assert holds_pairs(TileConfig(2, 4096, True, num_warps=32))
+    assert not holds_pairs(TileConfig(2, 1024, True, num_warps=32))
