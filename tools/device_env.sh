@@ -184,16 +184,24 @@ fwd_heuristic_in() {
 # that tools/launch_tile.py makes (its third launch): time, DRAM bytes and throughput, occupancy and the
 # warp-stall reasons of ≥ 0.05 warps an issue, largest first; the whole report in $L/ncu_NAME.log.
 ncu_stalls() {
-  local kind=$1 name=$2 ncu log="$L/ncu_$2.log"
+  local kind=$1 name=$2
+  shift 2
+  ncu_stalls_of "$name" "norm_${kind}_kernel" python3 tools/launch_tile.py --kind "$kind" --launches 3 "$@"
+}
+
+# ncu_stalls_of NAME KERNEL CMD...: ncu_stalls' report for the third launch of KERNEL (a name, or
+# regex:…) that CMD makes — a peer's kernel (torch.compile's: regex:triton_), not only launch_tile's.
+ncu_stalls_of() {
+  local name=$1 kernel=$2 ncu log="$L/ncu_$1.log"
   shift 2
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { echo "ncu: not installed"; return; }
-  timeout 120 "$ncu" --clock-control none --kernel-name "norm_${kind}_kernel" --launch-skip 2 --launch-count 1 \
+  timeout 120 "$ncu" --clock-control none --kernel-name "$kernel" --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
       --metrics "dram__bytes_read.sum,dram__bytes_write.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-      python3 tools/launch_tile.py --kind "$kind" --launches 3 "$@" > "$log" 2>&1
+      "$@" > "$log" 2>&1
   echo "== ncu $name rc=$?"
-  grep -E "launch_tile:|Duration|DRAM Throughput|dram__bytes|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" "$log" \
+  grep -E "launch_tile:|inductor_kernel:|Duration|DRAM Throughput|dram__bytes|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" "$log" \
       | sed 's/  */ /g'
   grep -E "issue_stalled" "$log" | awk '$NF+0 >= 0.05 {print $1, $NF}' \
       | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | sort -k2 -gr | head -10 | tr '\n' ' '
