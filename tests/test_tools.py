@@ -267,25 +267,3 @@ def test_sanitize_sweep_refuses_unknown_families(families, capsys):
     err = capsys.readouterr().err
     assert "--families takes a comma list of rms, fused_add, layer_norm, fused_layer_norm" in err and repr(families) in err
 
-
-def test_inductor_kernel_checks_torch_compile_against_float64(capsys):
-    # on the CPU Inductor generates C++, not Triton, but the composite and its float64 check are the same
-    assert _tool("inductor_kernel").main(["--family", "rms", "--dtype", "fp32", "--shape", "4x64"]) == 0
-    err = float(capsys.readouterr().out.split("max |y - float64| = ")[1].split()[0])
-    assert err < 1e-5
-
-
-def test_inductor_kernel_dumps_only_triton_kernels_and_configs(tmp_path):
-    cache = tmp_path / "cache" / "ab"
-    cache.mkdir(parents=True)
-    (cache / "k.py").write_text("import triton\n@triton.jit\ndef triton_red_fused_0(X): pass\n")
-    (cache / "wrapper.py").write_text("def call(args): pass\n")
-    (cache / "k.best_config").write_text('{"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 16}')
-    out = tmp_path / "out"
-    assert _tool("inductor_kernel").dump(tmp_path / "cache", out) == 1
-    assert sorted(p.name for p in out.iterdir()) == ["ab_k.best_config", "ab_k.py"]
-
-
-def test_inductor_kernel_refuses_a_malformed_shape():
-    with pytest.raises(SystemExit, match="MxN"):
-        _tool("inductor_kernel").main(["--shape", "64"])

@@ -201,7 +201,7 @@ ncu_stalls_of() {
       --metrics "dram__bytes_read.sum,dram__bytes_write.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
       "$@" > "$log" 2>&1
   echo "== ncu $name rc=$?"
-  grep -E "launch_tile:|inductor_kernel:|Duration|DRAM Throughput|dram__bytes|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" "$log" \
+  grep -E "launch_tile:|inductor_code:|Duration|DRAM Throughput|dram__bytes|Achieved Occupancy|Registers Per|Warp Cycles Per Issued" "$log" \
       | sed 's/  */ /g'
   grep -E "issue_stalled" "$log" | awk '$NF+0 >= 0.05 {print $1, $NF}' \
       | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | sort -k2 -gr | head -10 | tr '\n' ' '

@@ -13,8 +13,9 @@
 #    pile on the BAR.SYNC of the row sums' cross-warp reduction and on the LDS / LDGSTS waits of the staged
 #    tile (short_scoreboard), not on the element-wise math; the exchange's spin (the partner parts' sums)
 #    under 10 % of samples (session 28's lag-2 A/B: the partners are not late).
-#  - `inductor` (~2 min): tools/inductor_kernel.py — torch.compile's LayerNorm composite at bf16 8192×32768,
-#    its generated Triton kernel and chosen config dumped (logs/inductor/), then Nsight Compute on it and on
+#  - `inductor` (~2 min): tools/inductor_code.py — torch.compile's LayerNorm composite at bf16 8192×32768,
+#    its generated Triton kernel and kept config printed (read before: runs ZZX, ZZZL — 1 × 32768 on 32
+#    warps; what is new is the profile), then Nsight Compute on it (--launches, a warm cache) and on
 #    normkit's forward at the same shape (ncu_stalls_of / ncu_stalls). Prediction: Inductor's kernel a
 #    persistent-reduction or looped two-pass kernel of one row a program on 16-32 warps reading x twice
 #    (the second read from L2), DRAM bytes ≈ normkit's (the minimum, 1.07 GB), higher achieved occupancy
@@ -42,10 +43,11 @@ ncusrc)
   source_counters ln_bwd_16384 --family layer_norm --dtype bf16 --shape 4096x16384
   source_counters rms_bwd_131072 --family rms --dtype bf16 --shape 2048x131072 ;;
 inductor)
-  export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_cache
-  python3 tools/inductor_kernel.py --family layer_norm --shape 8192x32768 --dump-to "$L/inductor"
-  ls "$L/inductor"; grep -h "num_warps\|XBLOCK\|R0_BLOCK\|RBLOCK" "$L"/inductor/*.best_config 2>/dev/null | head
-  ncu_stalls_of inductor_ln_32768 regex:triton_ python3 tools/inductor_kernel.py --family layer_norm --shape 8192x32768
+  export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_cache  # warm for the profiled process: no autotuning launches there
+  timeout 150 python3 tools/inductor_code.py --family layer_norm --shapes 8192x32768 > "$L/inductor_ln.log" 2>&1
+  echo "inductor_code rc=$?: $(grep -c 'def triton_' "$L/inductor_ln.log") kernels"; grep -E " us |kept" "$L/inductor_ln.log"
+  ncu_stalls_of inductor_ln_32768 regex:triton_ \
+      python3 tools/inductor_code.py --family layer_norm --shapes 8192x32768 --launches 3
   ncu_stalls fwd normkit_ln_32768 --family layer_norm --dtype bf16 --shape 8192x32768 ;;
 esac
 pack_logs

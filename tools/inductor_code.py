@@ -7,6 +7,13 @@ its autotuner kept, then graph-time that peer and normkit's forward on the same 
 forward, the kernel printed here is what to read first.
 
     python tools/inductor_code.py --family fused_add --shapes 16384x2048,16384x4096
+
+--launches N instead: the compiled peer launched N more times on the first shape, untimed — a profiler's
+target. Autotuning launches its candidates too, so profile a second process over a warm cache
+(TORCHINDUCTOR_CACHE_DIR): the autotuner then loads its kept config and launches nothing else.
+
+    ncu --kernel-name regex:triton_ --launch-skip 2 --launch-count 1 \
+        python tools/inductor_code.py --family layer_norm --shapes 8192x32768 --launches 3
 """
 
 import argparse
@@ -45,7 +52,11 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", default="16384x2048,16384x4096")
     parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     parser.add_argument("--no-source", action="store_true", help="print timings and configs only")
+    parser.add_argument("--launches", type=int, default=0,
+                        help="launch the compiled peer this many times more, untimed (a profiler's target)")
     args = parser.parse_args(argv)
+    if args.launches < 0:
+        parser.error(f"--launches is a count of launches (0: time them instead), got {args.launches}")
     dev = torch.device("cuda")
     family, dtype = FAMILIES[args.family], DTYPES[args.dtype]
     bw = copy_bandwidth(dev)
@@ -58,6 +69,12 @@ def main(argv=None) -> int:
         samples = [make_sample(family, (dtype, m, n), dev, seed) for seed in range(input_sets_needed(nbytes))]
         with torch.no_grad(), torch.cuda.stream(side):
             _, sources = run_and_get_code(impls["compile"].apply, *samples[0].inputs, EPS)
+            if args.launches:
+                for _ in range(args.launches):
+                    impls["compile"].apply(*samples[0].inputs, EPS)
+                torch.cuda.synchronize()
+                print(f"inductor_code: {shape} {family.name} {args.dtype}: {args.launches} launches", flush=True)
+                return 0
             if not args.no_source:
                 for source in sources:
                     print(f"===== {shape}: Inductor's code\n{source}", flush=True)
