@@ -247,9 +247,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
                        RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
                        CENTERED_PASS=config.centered_pass,
-                       # bf16 upcast a register's pair at once (convert.upcast) in split parts and column tiles,
-                       # not whole rows (they spilled with it); LayerNorm 8192×32768 318.0 → 306.4 µs (ZZZZZN)
-                       BF16_PAIRS=(config.split or not config.one_tile) and cfg.holds_pairs(config) and not interpret(),
+                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and not interpret(),
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
         if not config.split:
@@ -359,9 +357,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
             EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
-            # register pairs for whole rows and column tiles (−0.6-0.8 %), not split parts (+0.5-1.3 %, run
-            # ZZZZZN); split LayerNorm's x̂ in one FFMA (`_dh_scaled`, 2-byte h)
-            BF16_PAIRS=not config.split and cfg.holds_pairs(config) and not interpret(), CENTER_FMA=config.split,
+            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and not interpret(),
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts

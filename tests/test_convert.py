@@ -41,3 +41,13 @@ def test_pairs_only_where_every_thread_holds_two_columns():
     assert holds_pairs(TileConfig(1, 256, True, num_warps=4))
     assert holds_pairs(TileConfig(2, 4096, True, num_warps=32))
     assert not holds_pairs(TileConfig(2, 1024, True, num_warps=32))
+
+
+def test_pairs_where_they_won():
+    # run ZZZZZN: the forward's split parts and column tiles, the backward's whole rows and column tiles
+    from normkit.config import TileConfig, takes_pairs
+    whole, split, columns = TileConfig(2, 4096, True, 8), TileConfig(1, 2048, True, 4, split=True), \
+        TileConfig(2, 2048, False, 4)
+    assert [takes_pairs(c, backward=False) for c in (whole, split, columns)] == [False, True, True]
+    assert [takes_pairs(c, backward=True) for c in (whole, split, columns)] == [True, False, True]
+    assert not takes_pairs(TileConfig(64, 128, False, 4), backward=True)  # one element a thread: never

@@ -266,4 +266,3 @@ def test_sanitize_sweep_refuses_unknown_families(families, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "--families takes a comma list of rms, fused_add, layer_norm, fused_layer_norm" in err and repr(families) in err
-

@@ -120,7 +120,7 @@ def cases():
         pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in FWD_POINTERS.items()}
         block = dict(BLOCK_M=2, BLOCK_N=4096 if one_tile else 2048, ONE_TILE=one_tile, IS_RMS_NORM=rms,
                      COMPUTE_DTYPE=cdt, X_HAT_DTYPE=FLOAT_TYPES[dtype] if extra else cdt,
-                     BF16_PAIRS=dtype == "bf16")  # bf16 upcast by register pairs, as on a GPU (convert.upcast)
+                     BF16_PAIRS=dtype == "bf16")  # the register pairs wherever a bf16 tile may take them
         yield (f"fwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                     STORE_STATS=True), 8)
@@ -179,7 +179,7 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=2048, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,
                             RECOMPUTE_STATS=recompute, SPLIT=8, PREFETCH=False, ASYNC_STAGES=3,
-                            JOIN_STATS=recompute, CENTER_FMA=True), 4)
+                            JOIN_STATS=recompute), 4)
     # Mixed dtypes, with the pointers of disabled flags passed as None (what ops passes): the
     # specializations the uniform sets above miss. LayerNorm without weight, bf16 h and float32 dy
     # on column tiles crashed Triton's OptimizeThreadLocality pass (a row sum added to a

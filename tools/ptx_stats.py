@@ -43,8 +43,7 @@ def constexprs(kind, family, config, dtype):
     compute = tl.float64 if dtype == "fp64" else tl.float32
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
              HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute,
-             BF16_PAIRS=(not config.split if kind == "bwd" else config.split or not config.one_tile)
-             and cfg.holds_pairs(config))  # as ops launches on a GPU
+             BF16_PAIRS=cfg.takes_pairs(config, backward=kind == "bwd"))  # as ops launches on a GPU
     if kind == "fwd":
         # as ops launches them: the offset add for RMSNorm only, LayerNorm's whole rows unmasked (EVEN_ROWS)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
@@ -191,7 +190,6 @@ def main(argv=None) -> int:
             launched = constexprs(args.kind, family, config, args.dtype)
             if args.kind == "bwd":  # as ops.launch_bwd: no column mask where N is a multiple of the tile
                 launched["EVEN_COLS"] = cfg.even_cols(config, n, sizes[args.dtype])
-                launched["CENTER_FMA"] = config.split
             if args.recompute:  # as ops.launch_bwd launches it without saved statistics
                 launched["JOIN_STATS"] = cfg.joins_stats(config, family == "layer_norm")
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**launched, **extra}, config.num_warps, True,

@@ -15,10 +15,10 @@ import functools
 from .backward import _MAX_ONE_TILE_BWD, backward_tile, even_cols, joins_stats, may_stage
 from .forward import _MAX_ONE_TILE_FWD, forward_tile
 from .grid import backward_grid, finish_config, fit_block_m, resident_programs, split_parts
-from .tile import TileConfig, cdiv, check_covers, holds_pairs, next_power_of_2
+from .tile import TileConfig, cdiv, check_covers, holds_pairs, next_power_of_2, takes_pairs
 
 __all__ = ["TileConfig", "backward_grid", "cdiv", "check_covers", "even_cols", "finish_config", "fit_block_m", "holds_pairs", "joins_stats", "may_stage", "next_power_of_2",
-           "resident_programs", "split_parts", "tile_config", "_MAX_ONE_TILE_BWD", "_MAX_ONE_TILE_FWD"]
+           "resident_programs", "split_parts", "takes_pairs", "tile_config", "_MAX_ONE_TILE_BWD", "_MAX_ONE_TILE_FWD"]
 
 # Interpreter (CPU): every program is a Python loop iteration of numpy ops on whole tiles, so the
 # fewer and larger the programs, the faster; registers do not exist there.

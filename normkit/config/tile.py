@@ -80,6 +80,15 @@ def holds_pairs(config: TileConfig) -> bool:
     return config.block_n >= 2 * 32 * config.num_warps
 
 
+def takes_pairs(config: TileConfig, backward: bool) -> bool:
+    """Whether a GPU launch of the config upcasts bf16 by register pairs (convert.upcast's BF16_PAIRS)
+    — where it won (run ZZZZZN, BENCHMARKS design change 36): the forward's split parts and column
+    tiles (its whole rows spilled with it), the backward's whole rows and column tiles (its split parts
+    lost 0.5-1.3 %); and only where every thread holds two (`holds_pairs`)."""
+    where = not config.split if backward else config.split or not config.one_tile
+    return where and holds_pairs(config)
+
+
 def check_covers(config: TileConfig, n: int) -> None:
     """A config given to a launcher (tests, tools/tune.py) must reach every column of rows of n: a
     whole-row tile that is not split (one_tile, not split) holds block_n columns and nothing loops over

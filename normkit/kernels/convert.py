@@ -11,7 +11,7 @@ Where ops asks for it (run ZZZZZN, A/Bs on an H200): the forward's split parts a
 (LayerNorm bf16 8192×32768 318.0 → 306.4 µs, 2048×131072 326.1 → 315.8; its whole rows spilled with
 it) and the backward's whole rows (−0.6 to −0.8 %). Not the backward's split parts: there the pairs
 lost 0.5-1.3 % (RMSNorm 2048×131072 431.9 → 437.5) though their loop shrank 423 → 414 instructions.
-Every thread must hold an even number of elements (config.holds_pairs).
+config.takes_pairs says where ops asks for it; every thread must hold an even count (config.holds_pairs).
 """
 
 import triton
