@@ -266,3 +266,10 @@ def test_sanitize_sweep_refuses_unknown_families(families, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "--families takes a comma list of rms, fused_add, layer_norm, fused_layer_norm" in err and repr(families) in err
+
+
+def test_inductor_code_refuses_a_negative_launch_count(capsys):
+    with pytest.raises(SystemExit) as stop:
+        _tool("inductor_code").main(["--launches", "-1"])
+    assert stop.value.code == 2
+    assert "--launches is a count of launches (0: time them instead), got -1" in capsys.readouterr().err
