@@ -20,7 +20,35 @@
 #    persistent-reduction or looped two-pass kernel of one row a program on 16-32 warps reading x twice
 #    (the second read from L2), DRAM bytes ≈ normkit's (the minimum, 1.07 GB), higher achieved occupancy
 #    or fewer stall cycles an issue — which of the two is what normkit's three-read tile lacks.
-#  Outcome: (to fill)
+#  - `finisher` (~1 min, added in session 31): tools/time_finisher.py --no-sweep — RMSNorm bf16's
+#    heuristic backward with dweight and without any parameter gradient, graph-timed, at the near gaps
+#    (4096×16384: 107.0 µs, 105 for 90 %; 2048×131072) and two controls. Prediction: 2-3 µs between the
+#    two at 4096×16384 (the partial rows' stores and the finisher's L2 round trip behind its PDL wait),
+#    the same µs at the wider shapes (a smaller share).
+#  Outcome (session 31, one call `finisher ncusrc inductor`, 120 s):
+#  - `finisher` (µs, with dweight / without any parameter gradient; the finisher alone): 4096×16384 108.8 /
+#    103.9, 2.26 (G = 66, 128 × 16 on 2 warps); 8192×32768 409.3 / 402.7, 2.65 (G = 33); 2048×131072 434.9 /
+#    422.2, 6.03 (G = 8: 8 × 16 on one warp, 8192 programs); 16384×4096 99.7 / 96.3, 1.88 (G = 132). The
+#    prediction held at 16384 (4.9 µs between the two, 2.3 of them the finisher) and failed past it: the
+#    finisher alone is 6 µs at G = 8 — its 16-column strips tiny where the split parts leave few groups.
+#    → run ZZZZZQ (tools/device_zzzzzq.sh), design change 37.
+#  - `ncusrc` (logs/*_sass.csv, warp-state samples per SASS instruction): the largest pile, as predicted not
+#    on the math — the ISETP right after the exchange's first LDG.E.64.STRONG.GPU (long_scoreboard: the L2
+#    round trip of the partner's word) holds 20.1 % of LayerNorm 4096×16384's samples and 28.6 % of RMSNorm
+#    2048×131072's. RMSNorm's first read finds the word there 98.6 % of the time (3759 of 262144 miss; 5974 spins),
+#    LayerNorm's 61 % (50797 of 131072 miss; 172014 spins). Next: 15.0 % (RMSNorm) / 9.0 % (LayerNorm) on the
+#    instruction after one BAR.SYNC — the one the pipeliner puts before staging the saved rstd (and mean)
+#    through shared memory (PTX: backward.py's rstd tl.load as cp.async.ca of 4 bytes behind a bar.sync of its
+#    own). → run ZZZZZQ `statab`, design change 38. The reduction's FADD chain ~1 % an instruction
+#    (short_scoreboard). The prediction's "spin under 10 %" held for RMSNorm; LayerNorm's partners are late
+#    four times in ten at 16384.
+#  - `inductor`: Inductor's kernel is the one already read (1 × 16384 on 32 warps, three passes, evict_last
+#    on passes 1-2); timed 282.5 µs against normkit's 305.3 (copy 4210 GB/s). Under Nsight Compute (one
+#    launch, --clock-control none) it ran 357.4 µs, DRAM 537.0 MB read (the minimum) at 61 % of peak, 44.8 %
+#    achieved occupancy, 17.4 cycles an issue (long_scoreboard 4.87); normkit's three-read tile 305.4 µs,
+#    553.4 MB read (3 % over: its second / third passes miss L2 on 3 % of the bytes), 72 % of peak, 68 %
+#    occupancy, 17.3 cycles an issue (long_scoreboard 7.70). So the profile does not show what makes
+#    Inductor faster in the graph-timed loop: it is slower than normkit profiled alone. Not followed further.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -38,7 +66,8 @@ source_counters() {
   echo "sass csv: $(wc -l < "$L/${name}_sass.csv") lines; header: $(head -1 "$L/${name}_sass.csv" | cut -c1-400)"
   head -3 "$L/${name}_sass.err"
 }
-case ${1:?ncusrc|inductor} in
+for call in "${@:?ncusrc|inductor|finisher ...}"; do
+case $call in
 ncusrc)
   source_counters ln_bwd_16384 --family layer_norm --dtype bf16 --shape 4096x16384
   source_counters rms_bwd_131072 --family rms --dtype bf16 --shape 2048x131072 ;;
@@ -49,5 +78,10 @@ inductor)
   ncu_stalls_of inductor_ln_32768 regex:triton_ \
       python3 tools/inductor_code.py --family layer_norm --shapes 8192x32768 --launches 3
   ncu_stalls fwd normkit_ln_32768 --family layer_norm --dtype bf16 --shape 8192x32768 ;;
+finisher)  # the backward with and without its parameter gradients (partials + finisher), RMSNorm bf16
+  timeout 150 python3 tools/time_finisher.py --no-sweep --shapes 4096x16384,8192x32768,2048x131072,16384x4096 \
+      --json "$L/finisher.json" 2>&1 | tee "$L/finisher.log" ;;
+*) echo "unknown call $call"; exit 2 ;;
 esac
+done
 pack_logs
