@@ -362,7 +362,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )[0] // parts
         if grads:
-            finish = cfg.finish_config(interpret(), programs)
+            finish = cfg.finish_config(interpret(), programs, heads * n)
             launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n), len(grads)),
                 partials, grads[0], grads[-1], programs, heads * n, partials.stride(0),
                 BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,

@@ -151,13 +151,13 @@ def assert_written(buf, view, what):
 @contextlib.contextmanager
 def grid(multiprocessors: Optional[int], gpu_finisher: bool):
     """The persistent backward grid as on a GPU with this many SMs (None: the device's own);
-    optionally the GPU's dweight finisher tiles (G rows × 16 columns) instead of the interpreter's."""
+    optionally the GPU's dweight finisher tiles (G rows × 16 or more columns) instead of the interpreter's."""
     with contextlib.ExitStack() as stack:
         if multiprocessors is not None:
             stack.enter_context(mock.patch.object(ops, "multiprocessor_count", lambda device: multiprocessors))
         if gpu_finisher:
             real = cfg.finish_config
-            stack.enter_context(mock.patch.object(cfg, "finish_config", lambda interpret, rows: real(False, rows)))
+            stack.enter_context(mock.patch.object(cfg, "finish_config", lambda interpret, rows, n: real(False, rows, n)))
         yield
 
 

@@ -652,6 +652,36 @@ def test_backward_drops_column_mask_for_full_two_byte_tiles():
     assert {key for key, even in heuristic.items() if even} == {(2048, 2), (16384, 2), (65536, 2)}
 
 
+def test_finisher_strips_widen_where_the_partial_rows_are_few():
+    """config.finish_config on a GPU: every partial row in one step (up to 512), on 16-column strips
+    where G > 128 or the row is narrower than 8192, as before; where the split parts' few groups leave
+    G small, strips of _FINISH_VALUES values on 2 warps while the row keeps 256 of them (8 × 512 at
+    G = 8, N = 131072, not 8 × 16: run ZZZZZQ)."""
+    tile = lambda rows, n: (lambda c: (c.block_m, c.block_n, c.num_warps))(cfg.finish_config(False, rows, n))
+    assert tile(528, 4096) == (512, 16, 4) and tile(132, 4096) == (256, 16, 4)  # the old strips
+    assert tile(66, 16384) == (128, 32, 2) and tile(33, 32768) == (64, 64, 2) and tile(16, 65536) == (16, 256, 2)
+    assert tile(8, 131072) == (8, 512, 2) and tile(4, 262144) == (4, 1024, 2) and tile(8, 65536) == (8, 256, 2)
+    assert tile(1, 8192) == (1, 32, 2) and tile(1, 8191) == (1, 16, 1)  # 256 strips a row at least
+    assert tile(64, 2048) == (64, 16, 1) and tile(8, 100) == (8, 16, 1) and tile(1, 1) == (1, 16, 1)
+    assert tile(1000, 4096) == (512, 16, 4)  # two steps past 512 rows
+    assert cfg.finish_config(True, 8, 131072) == cfg.TileConfig(block_m=8, block_n=8192, one_tile=False)
+
+
+@pytest.mark.parametrize("rows,n,grads", [(5, 8200, 2), (3, 16400, 1), (600, 300, 1)])
+def test_finisher_gpu_tiles_sum_every_column(rows, n, grads, device):
+    """The finisher with the GPU's tile for (G, N) (wide strips, a ragged last one; two steps at
+    G = 600) sums each gradient's G partial rows: every column written, equal to torch's sum."""
+    from normkit.kernels import sum_partials_kernel
+    finish = cfg.finish_config(False, rows, n)
+    partial = torch.randn(grads, rows, n, dtype=torch.float32, generator=torch.Generator().manual_seed(rows)).to(device)
+    outs = [torch.full((n,), float("nan"), device=device) for _ in range(grads)]
+    sum_partials_kernel[(cfg.cdiv(n, finish.block_n), grads)](partial, outs[0], outs[-1], rows, n, rows * n,
+                                                              BLOCK_G=finish.block_m, BLOCK_N=finish.block_n,
+                                                              num_warps=finish.num_warps)
+    for k, out in enumerate(outs):
+        torch.testing.assert_close(out, partial[k].double().sum(0).float(), rtol=1e-5, atol=1e-5)
+
+
 def test_layer_norm_forward_split_follows_x_and_y():
     """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
     2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)

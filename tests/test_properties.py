@@ -503,7 +503,8 @@ def test_every_interpreter_heuristic_config():
 def test_finisher_sums_any_number_of_partials(gpu_finisher, programs):
     """dweight/dbias = Σ over G persistent programs' partial rows, G below and above one and two
     of the finisher's BLOCK_G (8 in the interpreter; on a GPU next_power_of_2(G) up to 512, so
-    G = 600 takes two steps), N not a multiple of its BLOCK_N."""
+    G = 600 takes two steps), N not a multiple of its BLOCK_N (16 columns on a GPU at this N;
+    the wider strips: tests/test_ops.py)."""
     m, n = programs + 1, 200
     config = cfg.TileConfig(block_m=1, block_n=256, one_tile=True, programs_per_sm=1)
     x, weight, bias, _, dy, _ = family_inputs("layer_norm", m, n, F32, seed=programs)

@@ -65,23 +65,39 @@ def resident_programs(registers: int, num_warps: int, shared_bytes: int, sm_regi
     return max(0, min(by_registers, by_threads, by_shared, max_programs))
 
 
-# The dweight finisher on a GPU sums G partial rows (the persistent programs: 33-528 on an H200;
-# L2-resident, just written). It is
-# latency-bound: a program walking G rows BLOCK_G at a time pays one L2 round trip per step.
-# tools/time_finisher.py (run Q, H200): 32 × 128 tiles (9 dependent steps for G = 264, N/128
-# programs) took 6.2-6.4 µs for G = 264 and 4.0 µs for G = 132; all G rows in one step on 16-column
-# strips (N/16 programs) 1.8-2.1 µs, within 0.1-0.2 µs of the best of 60 tiles on every shape.
+# The dweight finisher on a GPU sums G partial rows (the persistent programs, or the split parts'
+# groups: 4-528 on an H200; L2-resident, just written). It is latency-bound: a program walking G rows
+# BLOCK_G at a time pays one L2 round trip per step. tools/time_finisher.py (run Q, H200): 32 × 128
+# tiles (9 dependent steps for G = 264, N/128 programs) took 6.2-6.4 µs for G = 264 and 4.0 µs for
+# G = 132; all G rows in one step on 16-column strips (N/16 programs) 1.8-2.1 µs, within 0.1-0.2 µs of
+# the best of 60 tiles on every shape then (G ≥ 132). The split parts' few groups made those strips
+# tiny: G = 8 at 2048×131072 is 8 × 16 values a program, 8192 one-warp programs, 5.95 µs (10.96 with
+# dbias). Run ZZZZZQ's sweep (the finisher alone, every one- or two-step tile of 16-1024 columns on 1-8
+# warps): programs of at least _FINISH_VALUES values on 2 warps (64 a thread) came within 0.4 µs of
+# the best tile on each of ten (G, N, gradients) the heuristics make — G = 8 at 131072 5.95 → 2.02,
+# with dbias 10.96 → 2.39; G = 16 at 65536 3.55 → 1.97 (6.12 → 2.35); G = 33 at 32768 2.64 → 2.21
+# (3.86 → 2.97); G = 66 at 16384 2.26 → 2.19 (3.29 → 2.90) — and the old 16-column strips stay for
+# G > 128 (G = 132 at 4096: 1.84, the best; 2 warps there 1.94). Every winner kept ≥ _FINISH_PROGRAMS
+# programs a gradient; narrower rows keep the old strips (wider ones, fewer programs, took LayerNorm's
+# 4096×2048 backward 17.2 → 17.4 µs in run ZZZZZQ's A/B).
 _FINISH_COLUMNS = 16
+_FINISH_VALUES = 4096
+_FINISH_PROGRAMS = 256
 _FINISH_MAX_ROWS = 512  # 512 × 16 fp32 = 64 values a thread on 4 warps; more rows take more steps
 
 
 @functools.lru_cache(maxsize=None)
-def finish_config(interpret: bool, rows: int) -> TileConfig:
-    """The dweight finisher's tile for `rows` (= G) partial rows: block_m partial rows × block_n
-    columns per step. GPU: every row in one step where G ≤ 512, on 16-column strips. Interpreter:
-    one wide tile (each program is a Python loop iteration there)."""
+def finish_config(interpret: bool, rows: int, n: int) -> TileConfig:
+    """The dweight finisher's tile for `rows` (= G) partial rows of `n` columns: block_m partial rows
+    × block_n columns per step. GPU: every row in one step where G ≤ 512, on 16-column strips,
+    doubled while a program holds at most _FINISH_VALUES values and the row still makes
+    _FINISH_PROGRAMS strips; 16-column strips on up to 4 warps (32 values a thread), wider ones on
+    2. Interpreter: one wide tile (each program is a Python loop iteration there)."""
     if interpret:
         return TileConfig(block_m=8, block_n=8192, one_tile=False)
     block_g = min(_FINISH_MAX_ROWS, next_power_of_2(rows))
-    return TileConfig(block_m=block_g, block_n=_FINISH_COLUMNS, one_tile=False,
-                      num_warps=max(1, min(4, block_g * _FINISH_COLUMNS // 1024)))
+    block_n = _FINISH_COLUMNS
+    while 2 * block_n * block_g <= _FINISH_VALUES and 2 * block_n * _FINISH_PROGRAMS <= n:
+        block_n *= 2
+    warps = max(1, min(4, block_g * block_n // 1024)) if block_n == _FINISH_COLUMNS else 2
+    return TileConfig(block_m=block_g, block_n=block_n, one_tile=False, num_warps=warps)
