@@ -96,6 +96,22 @@ def _await_word(ptr, tag, enabled):
 
 
 @triton.jit
+def load_row_stat(ptr, mask):
+    """A saved float32 statistic (rstd or mean) of each row, 0.0 where `mask` is off, read with
+    `ld.global.nc` in inline PTX: no tl.load, so Triton's software pipeliner leaves it out of the
+    staged row loop's shared-memory stages (where it cost a bar.sync of its own every row block: the
+    staged split parts' largest barrier stall, run ZZZZZP's source counters). GPU only."""
+    tl.static_assert(ptr.dtype.element_ty == tl.float32, "load_row_stat reads float32 statistics")
+    return tl.inline_asm_elementwise(
+        """{
+        .reg .pred p;
+        setp.ne.s32 p, $2, 0;
+        mov.f32 $0, 0f00000000;
+        @p ld.global.nc.f32 $0, [$1];
+        }""", "=f,l,r", [ptr, mask.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _await_two_words(ptr, other, tag, enabled):
     """`_await_word` for the words at ptr and at other at once (the pair of each lane): both loads in
     flight each round, so one L2 round trip, not two in a row, once both have arrived — LayerNorm's
