@@ -59,13 +59,15 @@
 #    (and the fused add's) parts only; LayerNorm's: docs/experiments/split-layer-norm-stats-unstaged.patch.
 #  - `rmsgrid` (copy 4213 GB/s, docs/bench_h200_run_zzzzzq_rms.json): RMSNorm bf16 backward 107 / 408 / 412 /
 #    426 µs (88.9 / 93.7 / 92.9 / 89.6 %) at 4096×16384 / 8192×32768 / 4096×65536 / 2048×131072.
+#  - `memcheck` (on the landed tree, run as one command line): 22 runs ok, 0 failed, no memcheck report
+#    before the 120 s limit (exit 124).
 #  The A/B arms' patches (docs/experiments/finisher-wide-strips.patch, split-stats-unstaged.patch: the
 #  tree's diffs, applied reversed) were removed when the changes landed; `git show` of design change 37's and
 #  38's commits gives them back.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 B=/tmp/ab/before
-for call in "${@:?sweep|ab|checks|grid ...}"; do
+for call in "${@:?sweep|ab|checks|grid|statab|rmsgrid|widegrid|memcheck ...}"; do
 case $call in
 sweep)
   timeout 240 python3 tools/time_finisher.py --json "$L/finisher_sweep.json" --partials \
@@ -99,6 +101,12 @@ rmsgrid)  # after `statab`: RMSNorm and the fused add (load_row_stat: RMSNorm's 
   timeout 300 python3 -m normkit bench --family rms,fused_add --impls normkit,native,compile,liger --markdown --dtypes bf16 \
       --shapes 4096x16384,8192x32768,4096x65536,2048x131072 --json "$OUT/bench_rms.json" > "$OUT/bench_rms.log" 2>&1
   echo "bench rc=$?"; grep -E "^\| bf16" "$OUT/bench_rms.log" | head -16 ;;
+memcheck)  # after landing: compute-sanitizer over RMSNorm's / the fused add's split backward (load_row_stat)
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 "$san" --tool memcheck --target-processes all \
+      python3 tools/sanitize_sweep.py --kind bwd --split only --families rms,fused_add > "$L/memcheck.log" 2>&1
+  echo "exit $?: $(grep -c ': ok (' "$L/memcheck.log") ok, $(grep -c FAIL "$L/memcheck.log") failed;" \
+       "$(grep -E 'ERROR SUMMARY' "$L/memcheck.log" | sort | uniq -c | tr '\n' ' ')" ;;
 widegrid)  # the wide rows alone, every family against its peers (the rows the finisher's tiles change)
   timeout 400 python3 -m normkit bench --family all --impls normkit,native,compile,liger --markdown --dtypes bf16 \
       --shapes 4096x16384,8192x32768,4096x65536,2048x131072 --json "$OUT/bench_wide.json" > "$OUT/bench_wide.log" 2>&1
