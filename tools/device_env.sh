@@ -1,4 +1,4 @@
-# Sourced by the device run scripts (tools/device_*.sh): NVLink multicast off for NCCL, PyTorch
+# Sourced by the device run scripts (tools/runs/device_*.sh, run from the checkout's root): NVLink multicast off for NCCL, PyTorch
 # and NVSHMEM (the device README: it can take a shared host's GPUs out of service), unbuffered
 # output, and the carried wheels (.whl: Liger, hypothesis) on PYTHONPATH.
 set -o pipefail
