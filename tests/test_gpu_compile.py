@@ -230,3 +230,43 @@ def test_split_exchange_sends_and_awaits_only_what_is_read():
             exchange = re.search(r"exchange: (\d+) atomic words sent, (\d+) spin waits reading (\d+)", line)
             assert exchange, line  # (every family splits rows of 131072, both ways)
             assert tuple(map(int, exchange.groups())) == expected[kind, family], line
+
+
+_STAT_LOADS = """
+import sys
+sys.path.insert(0, "tools")
+import compile_check as cc
+import ptx_stats as ps
+from normkit.kernels import norm_bwd_kernel
+
+for family, recompute in (("rms", False), ("fused_add", False), ("layer_norm", False), ("rms", True)):
+    constexprs = ps.constexprs("bwd", family, ps.parse_tile("1x2048w4Ss3"), "bf16")
+    if recompute:
+        constexprs.update(RECOMPUTE_STATS=True, RSTD=None, MEAN=None)
+    ptx = cc.compile_ptx(norm_bwd_kernel, "bf16", dict(cc.BWD_POINTERS), constexprs, 4, True)
+    print(family, recompute, "ld.global.nc.f32" in ptx)
+"""
+
+
+def test_rms_split_parts_load_rstd_outside_the_pipeliner():
+    """Design change 38 (sm_90 PTX): RMSNorm's and the fused add's staged split parts read the saved rstd
+    with stats.load_row_stat (a predicated ld.global.nc.f32), not through the pipeliner's shared-memory
+    stages and their bar.sync; LayerNorm's (whose mean and rstd so lost 5-16 %, run ZZZZZQ) keep the
+    tl.load, and recomputing parts load no statistic."""
+    out = subprocess.run([sys.executable, "-c", _STAT_LOADS], cwd=ROOT, env=_compiler_env(), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.split("\n")[:4] == ["rms False True", "fused_add False True", "layer_norm False False",
+                                          "rms True False"], out.stdout
+
+
+def test_cluster_probe_compiles_for_sm90():
+    """tools/cluster_probe.py's kernel (distributed shared memory through inline PTX: mapa,
+    st.shared::cluster, barrier.cluster, %dynamic_smem_size past Triton's global_smem) passes ptxas for
+    sm_90 in both modes, and keeps Triton's shared memory (so the symbol the asm names exists)."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "cluster_probe.py"), "--compile-only"], cwd=ROOT,
+                         env=_compiler_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["dsmem", "global"], out.stdout
+    assert all("global_smem declared: True" in line for line in lines), out.stdout
