@@ -38,6 +38,25 @@ _CLUSTER_BARRIER = """
         barrier.cluster.arrive.release.aligned;
         barrier.cluster.wait.acquire.aligned;"""
 
+# The ping-pong, after each mode's set-up: CTA 0 sends round r (SEND), both wait for their word to
+# read r (RECEIVE into `word`), CTA 1 answers; the loop's %clock64 cycles into $0.
+_PING = """
+        mov.u64 round, 1;
+        mov.u64 t0, %clock64;
+        LOOP:
+        @first SEND;
+        WAIT:
+        RECEIVE;
+        setp.ne.u64 late, word, round;
+        @late bra WAIT;
+        @!first SEND;
+        add.u64 round, round, 1;
+        setp.le.u64 more, round, $1;
+        @more bra LOOP;
+        mov.u64 t1, %clock64;""" + _CLUSTER_BARRIER + """
+        sub.u64 $0, t1, t0;
+        }"""
+
 _DSMEM = tl.constexpr("""{
         .reg .u32 base, size, peer, rank, other;
         .reg .u64 round, word, t0, t1;
@@ -50,22 +69,8 @@ _DSMEM = tl.constexpr("""{
         mov.u32 rank, %cluster_ctarank;
         xor.b32 other, rank, 1;
         mapa.shared::cluster.u32 peer, base, other;
-        setp.eq.u32 first, rank, 0;
-        mov.u64 round, 1;
-        mov.u64 t0, %clock64;
-        LOOP:
-        @first st.relaxed.cluster.shared::cluster.u64 [peer], round;
-        WAIT:
-        ld.relaxed.cluster.shared.u64 word, [base];
-        setp.ne.u64 late, word, round;
-        @late bra WAIT;
-        @!first st.relaxed.cluster.shared::cluster.u64 [peer], round;
-        add.u64 round, round, 1;
-        setp.le.u64 more, round, $1;
-        @more bra LOOP;
-        mov.u64 t1, %clock64;""" + _CLUSTER_BARRIER + """
-        sub.u64 $0, t1, t0;
-        }""")
+        setp.eq.u32 first, rank, 0;""" + _PING.replace("SEND", "st.relaxed.cluster.shared::cluster.u64 [peer], round")
+                      .replace("RECEIVE", "ld.relaxed.cluster.shared.u64 word, [base]"))
 
 _GLOBAL = tl.constexpr("""{
         .reg .u32 rank, other;
@@ -75,22 +80,9 @@ _GLOBAL = tl.constexpr("""{
         xor.b32 other, rank, 1;
         mad.wide.u32 mine, rank, 8, $2;
         mad.wide.u32 peer, other, 8, $2;
-        setp.eq.u32 first, rank, 0;""" + _CLUSTER_BARRIER + """
-        mov.u64 round, 1;
-        mov.u64 t0, %clock64;
-        LOOP:
-        @first atom.relaxed.gpu.global.exch.b64 scratch, [peer], round;
-        WAIT:
-        ld.relaxed.gpu.global.u64 word, [mine];
-        setp.ne.u64 late, word, round;
-        @late bra WAIT;
-        @!first atom.relaxed.gpu.global.exch.b64 scratch, [peer], round;
-        add.u64 round, round, 1;
-        setp.le.u64 more, round, $1;
-        @more bra LOOP;
-        mov.u64 t1, %clock64;""" + _CLUSTER_BARRIER + """
-        sub.u64 $0, t1, t0;
-        }""")
+        setp.eq.u32 first, rank, 0;""" + _CLUSTER_BARRIER + _PING.replace(
+    "SEND", "atom.relaxed.gpu.global.exch.b64 scratch, [peer], round").replace(
+    "RECEIVE", "ld.relaxed.gpu.global.u64 word, [mine]"))
 
 
 @triton.jit
