@@ -13,10 +13,12 @@
 #    partners' stores remote, clusters of a row's parts, ≤ 16 parts a row) is not worth building.
 #  - `checks` (~4 min; only if `probe` ran and DSMEM won): docs/experiments/split-cluster-exchange.patch
 #    (the change itself, prepared in session 31: kernels/cluster.py; stats.publish_row_sums / await_row_sums
-#    CLUSTER; the backward's staged split parts with saved float32 statistics launched as one cluster a
-#    row's parts — 2-8 or 16 parts — through launch.launch_clustered, XCHG unused; NORMKIT_CLUSTER_EXCHANGE=0
-#    turns it off) in check mode: tests/test_split_rows.py's split backward / per head / bitwise, tests/test_ops.py's
-#    backward, then compute-sanitizer memcheck of RMSNorm's split backward. On the CPU (session 31): the
+#    CLUSTER; every split part with float32 sums — the backward's staged and prefetching parts, saved or
+#    recomputed statistics, and the forward's polling and staged parts — launched as one cluster a row's
+#    parts where a row has 2-8 or 16 of them, through launch.launch_clustered, XCHG unused;
+#    NORMKIT_CLUSTER_EXCHANGE=0 turns it off) in check mode: tests/test_split_rows.py whole (split backward,
+#    forward, per head, bitwise), tests/test_ops.py's backward, then compute-sanitizer memcheck of the split
+#    backward and forward. On the CPU (session 31): the
 #    whole suite passes on the patched tree, every family's part compiles for sm_90 with 0 B spilled under
 #    the heuristic's caps and no atom.global (tests/test_gpu_compile.py in the patch), the clustered launch's
 #    arguments are checked against a stand-in launcher (tests/test_launch.py in the patch).
@@ -25,9 +27,12 @@
 #    A hang shows as the 200 s limit.
 #  - `ab` (~5 min, 2 rounds, tools/tune.py --heuristic-only, this tree → the patched one): RMSNorm, LayerNorm
 #    and the fused add bf16 at 4096×16384 (8 parts a row) and 8192×32768 (RMSNorm / the fused add 16 parts,
-#    LayerNorm 8), RMSNorm 4096×65536 (32 parts: not clustered, the control). Prediction (if `probe`'s loaded
-#    DSMEM round trip is under half L2's): the 16384 rows −5 to −12 % (RMSNorm 108 → 95-103 µs, LayerNorm
-#    114 → 100-108), 32768 −3 to −8 %, the control ±0.5 %.
+#    LayerNorm 8), RMSNorm 4096×65536 (32 parts: not clustered, the control); the forward of RMSNorm and
+#    LayerNorm bf16 at 4096×65536 (8 parts of 8192) and 2048×131072 (16), the recomputing LayerNorm backward
+#    at 4096×16384. Prediction (if `probe`'s loaded DSMEM round trip is under half L2's): the backward's
+#    16384 rows −5 to −12 % (RMSNorm 108 → 95-103 µs, LayerNorm 114 → 100-108), 32768 −3 to −8 %; the
+#    forward's split rows −3 to −10 % (LayerNorm 312-314 µs, 81 %; RMSNorm 2048×131072 288, 88 %); the
+#    control ±0.5 %.
 #  Outcome: (to fill)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -37,11 +42,11 @@ case $call in
 checks|ab) [ -d $C ] || patched_copy $C docs/experiments/split-cluster-exchange.patch ;;&
 checks)
   ( cd $C && export PYTHONPATH=/tmp/site:$C
-    TESTS_LOG=split checked_tests 200 tests/test_split_rows.py -k "split_backward or per_head or bitwise"
+    TESTS_LOG=split checked_tests 240 tests/test_split_rows.py
     TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "backward or bwd or wide or split"
     san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 "$san" --tool memcheck --target-processes all \
-        python3 tools/sanitize_sweep.py --kind bwd --split only --families rms,layer_norm > "$L/memcheck.log" 2>&1
+        python3 tools/sanitize_sweep.py --kind both --split only --families rms,layer_norm > "$L/memcheck.log" 2>&1
     echo "memcheck exit $?: $(grep -c ': ok (' "$L/memcheck.log") ok, $(grep -c FAIL "$L/memcheck.log") failed;" \
          "$(grep -c '^========= Invalid' "$L/memcheck.log") invalid accesses" ) ;;
 ab)
@@ -49,6 +54,9 @@ ab)
     heuristic_in "$1" 60 --kind bwd --family rms --dtype bf16 --shapes 4096x16384,8192x32768,4096x65536
     heuristic_in "$1" 60 --kind bwd --family layer_norm --dtype bf16 --shapes 4096x16384,8192x32768
     heuristic_in "$1" 60 --kind bwd --family fused_add --dtype bf16 --shapes 4096x16384,8192x32768
+    heuristic_in "$1" 40 --kind bwd --family layer_norm --dtype bf16 --recompute --shapes 4096x16384
+    heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x131072
+    heuristic_in "$1" 40 --kind fwd --family rms --dtype bf16 --shapes 2048x131072
   }
   ab_rounds 2 arm "$PWD" $C | tee -a "$L/ab.log" ;;
 probe)
