@@ -273,3 +273,19 @@ def test_inductor_code_refuses_a_negative_launch_count(capsys):
         _tool("inductor_code").main(["--launches", "-1"])
     assert stop.value.code == 2
     assert "--launches is a count of launches (0: time them instead), got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["8x", "8x131072x3", "0x4096", "ax4096", "8x4096x2x1"])
+def test_time_finisher_refuses_a_malformed_partials_spec(spec, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _tool("time_finisher").main(["--partials", f"16x65536,{spec}"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--partials takes GxN or GxNxK" in err and repr(spec) in err
+
+
+def test_cluster_probe_refuses_no_rounds(capsys):
+    with pytest.raises(SystemExit) as stop:
+        _tool("cluster_probe").main(["--rounds", "0", "--compile-only"])
+    assert stop.value.code == 2
+    assert "--rounds is a count of round trips, at least 1, got 0" in capsys.readouterr().err

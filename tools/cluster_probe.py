@@ -135,6 +135,8 @@ def main(argv=None) -> int:
     p.add_argument("--background", choices=["no", "yes", "both"], default="both",
                    help="a device-to-device copy running on the other SMs meanwhile")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error(f"--rounds is a count of round trips, at least 1, got {args.rounds}")
     if args.compile_only:
         return compile_only()
     dev = torch.device("cuda")

@@ -64,21 +64,34 @@ def describe(row: dict) -> str:
             " | next: " + ", ".join(f"{t:.2f} {c}" for t, c in row["top5"][1:4]))
 
 
-def main() -> int:
+def parse_partials(p: argparse.ArgumentParser, text: str) -> list:
+    """--partials' specs as (spec, G, N, K) — G ≥ 1 partial rows, N ≥ 1 columns, K 1 or 2 gradients —
+    or the parser's error naming the spec (before any GPU use)."""
+    specs = []
+    for spec in text.split(","):
+        parts = spec.split("x")
+        numbers = [int(v) for v in parts if v.isdigit()]
+        if len(parts) not in (2, 3) or len(numbers) != len(parts) or min(numbers[:2]) < 1 or numbers[2:] not in ([], [1], [2]):
+            p.error(f"--partials takes GxN or GxNxK (G, N ≥ 1 partial rows and columns, K 1 or 2 gradients), got {spec!r}")
+        specs.append((spec, numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 1))
+    return specs
+
+
+def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default=SHAPES, help="MxN backward shapes (RMSNorm bf16, the heuristic's tile)")
     p.add_argument("--partials", help="GxN or GxNxK: the finisher alone on G partial rows of N columns, K "
                                       "gradients (1: dweight, 2: with dbias); replaces --shapes")
     p.add_argument("--json")
     p.add_argument("--no-sweep", action="store_true", help="time the finisher's current tile only, no candidates")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    partials = parse_partials(p, args.partials) if args.partials else []
     dev = torch.device("cuda")
     sms = ops.multiprocessor_count(dev)
     rows = []
     with torch.cuda.stream(torch.cuda.Stream()):
-        for spec in (args.partials or "").split(",") if args.partials else []:
-            g, n, *k = map(int, spec.split("x"))
-            row = dict(partials=spec, **time_finisher(g, n, k[0] if k else 1, dev, not args.no_sweep))
+        for spec, g, n, k in partials:
+            row = dict(partials=spec, **time_finisher(g, n, k, dev, not args.no_sweep))
             rows.append(row)
             print(f"{spec:>14}  " + describe(row), flush=True)
         for shape in [] if args.partials else args.shapes.split(","):
