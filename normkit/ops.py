@@ -291,6 +291,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is; dx
     must not overlap x or dy (rows wider than one tile are read twice).
     """
+    if (weight is None) != (dweight is None):  # the kernel's HAS_WEIGHT is one flag for both
+        raise ValueError(f"launch_bwd: dweight must be given exactly when weight is, got weight "
+                         f"{'None' if weight is None else tuple(weight.shape)} and dweight "
+                         f"{'None' if dweight is None else tuple(dweight.shape)}")
     m, n = x.shape
     if m == 0:
         for grad in (dweight, dbias):

@@ -944,6 +944,26 @@ def test_forced_whole_row_config_narrower_than_the_row_is_refused(device):
             cfg.TileConfig(**{"block_m": 1, "block_n": 64, "one_tile": True, **bad})
 
 
+def test_low_level_backward_refuses_a_weight_without_dweight(device):
+    """ops.launch_bwd's HAS_WEIGHT is one flag for the weight's read and dweight's partials: a weight
+    without dweight ran the weightless kernel, dx silently off by the weight (found in session 32
+    writing tools/runs/cluster_diag.py). Both mismatches are refused before any launch, naming them."""
+    m, n = 3, 40
+    x, w, _ = make_inputs(m, n, torch.float32, device, seed=7)
+    dy = torch.randn(m, n).to(device)
+    dx = torch.full_like(x, float("nan"))
+    with pytest.raises(ValueError, match=r"dweight must be given exactly when weight is, got weight \(40,\) and dweight None"):
+        ops.launch_bwd(x, dy, dx, weight=w, eps=1e-6)
+    with pytest.raises(ValueError, match=r"got weight None and dweight \(40,\)"):
+        ops.launch_bwd(x, dy, dx, dweight=torch.empty_like(w), eps=1e-6)
+    assert torch.isnan(dx).all()
+    dweight = torch.empty_like(w)
+    ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, eps=1e-6)
+    rdx, rdw = ref_bwd(x, w, dy, 1e-6)[:2]
+    assert_matches(dx, rdx, torch.float32, "dx")
+    assert_matches(dweight, rdw, torch.float32, "dweight")
+
+
 def test_forward_column_stages_change_no_value(device):
     """Column tiles with the statistics pass staged in shared memory (column_stages, cp.async on a
     GPU; the interpreter ignores num_stages) write the same bits as without, every family."""

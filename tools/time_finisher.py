@@ -1,7 +1,9 @@
 """Time the dweight finisher (`sum_partials_kernel`) on the GPU, alone and inside the backward.
 
 For each shape: the heuristic backward with dweight (partials + finisher) and without any
-parameter gradient (neither), then the finisher alone on a (G, N) fp32 partial buffer (G = the
+parameter (neither: no weight read, no partials; until session 32 this passed the weight without
+dweight, which ops.launch_bwd now refuses — the kernel's one HAS_WEIGHT flag then dropped the weight
+from dx too, so that run's dx was wrong, its timing a weightless backward's), then the finisher alone on a (G, N) fp32 partial buffer (G = the
 backward's persistent programs) for its current tile and every candidate tile. All times are
 CUDA-graph replays (graph_time: K calls back to back, so a launch's gap is counted).
 
@@ -105,8 +107,8 @@ def main(argv=None) -> int:
             g = cfg.backward_grid(config, m, sms, n=n)  # groups of parts: the partial rows
 
             def bwd(with_weight):
-                return lambda: ops.launch_bwd(x, dy, dx, weight=w, dweight=dw if with_weight else None,
-                                              rstd=rstd, eps=1e-6)
+                return lambda: ops.launch_bwd(x, dy, dx, weight=w if with_weight else None,
+                                              dweight=dw if with_weight else None, rstd=rstd, eps=1e-6)
 
             full, bare = graph_time([bwd(True)]), graph_time([bwd(False)])
             row = dict(shape=shape, bwd_us=full * 1e6, bwd_no_param_grads_us=bare * 1e6,
