@@ -17,7 +17,9 @@ Two CTAs of a cluster ping-pong a tagged 64-bit word ROUNDS times — CTA 0 send
 for it and answers, CTA 0 waits for the answer — through (mode `dsmem`) a word in the receiver's
 shared memory, stored remotely (`st.relaxed.cluster.shared::cluster`) and polled locally, or (mode
 `global`) a word in global memory, written with `atom.exch` and polled with `ld.relaxed.gpu` as
-kernels/stats.py's exchange does. Each CTA times its loop with %clock64; cycles / ROUNDS is one round
+kernels/stats.py's exchange does. Thread 0 of each CTA plays (the others wait at the closing cluster
+barrier: with every thread playing, a warp that raced ahead overwrote the word a slower warp of the
+partner still waited for — run ZZZZZR's loaded `global` case hung so). It times its loop with %clock64; cycles / ROUNDS is one round
 trip (two one-way latencies). With --background, every other SM streams a copy meanwhile (the split
 parts' L2 is busy with the row blocks' loads: the loaded latency is the one they pay).
 
@@ -38,11 +40,15 @@ _CLUSTER_BARRIER = """
         barrier.cluster.arrive.release.aligned;
         barrier.cluster.wait.acquire.aligned;"""
 
-# The ping-pong, after each mode's set-up: CTA 0 sends round r (SEND), both wait for their word to
+# The ping-pong, after each mode's set-up, thread 0 of each CTA only: CTA 0 sends round r (SEND), both wait for their word to
 # read r (RECEIVE into `word`), CTA 1 answers; the loop's %clock64 cycles into $0.
 _PING = """
         mov.u64 round, 1;
         mov.u64 t0, %clock64;
+        mov.u64 t1, t0;
+        mov.u32 tid, %tid.x;
+        setp.ne.u32 idle, tid, 0;
+        @idle bra SKIP;
         LOOP:
         @first SEND;
         WAIT:
@@ -53,14 +59,15 @@ _PING = """
         add.u64 round, round, 1;
         setp.le.u64 more, round, $1;
         @more bra LOOP;
-        mov.u64 t1, %clock64;""" + _CLUSTER_BARRIER + """
+        mov.u64 t1, %clock64;
+        SKIP:""" + _CLUSTER_BARRIER + """
         sub.u64 $0, t1, t0;
         }"""
 
 _DSMEM = tl.constexpr("""{
-        .reg .u32 base, size, peer, rank, other;
+        .reg .u32 base, size, peer, rank, other, tid;
         .reg .u64 round, word, t0, t1;
-        .reg .pred first, late, more;
+        .reg .pred first, late, more, idle;
         mov.u32 size, %dynamic_smem_size;
         mov.u32 base, global_smem;
         add.u32 base, base, size;
@@ -73,9 +80,9 @@ _DSMEM = tl.constexpr("""{
                       .replace("RECEIVE", "ld.relaxed.cluster.shared.u64 word, [base]"))
 
 _GLOBAL = tl.constexpr("""{
-        .reg .u32 rank, other;
+        .reg .u32 rank, other, tid;
         .reg .u64 round, word, t0, t1, mine, peer, scratch;
-        .reg .pred first, late, more;
+        .reg .pred first, late, more, idle;
         mov.u32 rank, %cluster_ctarank;
         xor.b32 other, rank, 1;
         mad.wide.u32 mine, rank, 8, $2;

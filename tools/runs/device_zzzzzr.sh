@@ -33,13 +33,34 @@
 #    16384 rows −5 to −12 % (RMSNorm 108 → 95-103 µs, LayerNorm 114 → 100-108), 32768 −3 to −8 %; the
 #    forward's split rows −3 to −10 % (LayerNorm 312-314 µs, 81 %; RMSNorm 2048×131072 288, 88 %); the
 #    control ±0.5 %.
-#  Outcome: (to fill)
+#  Outcome (session 32; ~11 of 30 device minutes, then no machine was lent for the rest of the session):
+#  - `probe` ran: the inline-PTX cluster works in Triton 3.6 (extra dynamic shared memory at the window's
+#    end, num_ctas in the packed metadata). A DSMEM round trip 466 cycles idle, 458 with the copy streaming
+#    on the other SMs; through L2 857-859 idle. The loaded L2 case hung (the 120 s limit): the probe's
+#    ping-pong ran on every thread of the CTA, so a warp that raced ahead overwrote the word a slower warp of
+#    the partner still waited for (fixed after the run: thread 0 plays, the others wait at the closing
+#    cluster barrier; the PTX passes ptxas on the CPU, not yet re-run on a GPU). Against the prediction:
+#    DSMEM inside its 300-600 band; L2 idle 859 (the band was 1200-2500 loaded, not measured): DSMEM
+#    0.54x L2 idle, loaded unknown (likely under half: loaded L2 only grows). Taken as a go for `checks`.
+#  - `checks` HUNG: tests/test_split_rows.py passed its first 12 cases (7x1000 on 8 parts of 128,
+#    bf16/fp32 clustered, fp64 through XCHG; RMSNorm and LayerNorm, saved and recomputed), then the 13th
+#    (300x4097, 5 parts of 1024, 2 rows a block, ~6 row blocks a group) ran into the 240 s limit; the
+#    memcheck sweep (split rows of 3 parts) into its 90 s with no case done; tests/test_ops.py's backward
+#    59 passed (no clustered launch among them). Both hanging shapes have fewer parts than SPLIT's lanes of
+#    ranks and reuse the ring; the passing ones neither. Not found on the CPU (the sm_90 PTX of the
+#    5-part kernel reads as intended: one send a thread, per-warp polling, tags t + 1). One undefined
+#    step fixed in the patch: `mapa` ran for the disabled lanes too, with ranks 5-7 naming no CTA of a
+#    5-CTA cluster (now predicated like the store). `ab` not run.
+#  - `diag` added (tools/runs/cluster_diag.py, each case in its own process under 25 s): parts 3/4/5/8,
+#    1 or 2 rows a block, 1 / 3 / 5 / 40 row blocks a group, with and without the finisher, the forward.
+#  Next session: `bash tools/runs/device_zzzzzr.sh probe diag` first (~4 min), then `checks` and `ab`
+#  only if every diag case finishes.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 C=/tmp/ab/cluster
-for call in "${@:?probe|checks|ab ...}"; do
+for call in "${@:?probe|checks|ab|diag ...}"; do
 case $call in
-checks|ab) [ -d $C ] || patched_copy $C docs/experiments/split-cluster-exchange.patch ;;&
+checks|ab|diag) [ -d $C ] || patched_copy $C docs/experiments/split-cluster-exchange.patch ;;&
 checks)
   ( cd $C && export PYTHONPATH=/tmp/site:$C
     TESTS_LOG=split checked_tests 240 tests/test_split_rows.py
@@ -59,6 +80,8 @@ ab)
     heuristic_in "$1" 40 --kind fwd --family rms --dtype bf16 --shapes 2048x131072
   }
   ab_rounds 2 arm "$PWD" $C | tee -a "$L/ab.log" ;;
+diag)  # (added in session 32, after `checks` hung: tools/runs/cluster_diag.py, each case under 25 s)
+  ( cd $C && PYTHONPATH=/tmp/site:$C timeout 560 python3 tools/runs/cluster_diag.py 2>&1 | tee "$L/diag.log" ) ;;
 probe)
   timeout 120 python3 tools/cluster_probe.py --rounds 4000 2>&1 | tee "$L/cluster_probe.log"
   timeout 60 python3 tools/cluster_probe.py --rounds 20000 --background no 2>&1 | tee -a "$L/cluster_probe.log" ;;
