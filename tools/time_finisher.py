@@ -3,8 +3,9 @@
 For each shape: the heuristic backward with dweight (partials + finisher) and without any
 parameter (neither: no weight read, no partials; until session 32 this passed the weight without
 dweight, which ops.launch_bwd now refuses — the kernel's one HAS_WEIGHT flag then dropped the weight
-from dx too, so that run's dx was wrong, its timing a weightless backward's), then the finisher alone on a (G, N) fp32 partial buffer (G = the
-backward's persistent programs) for its current tile and every candidate tile. All times are
+from dx too, so that run's dx was wrong, its timing a weightless backward's), then the finisher
+alone on a (G, N) fp32 partial buffer (G = the backward's persistent programs) for its current tile
+and every candidate tile. All times are
 CUDA-graph replays (graph_time: K calls back to back, so a launch's gap is counted).
 
     python tools/time_finisher.py --shapes 16384x1024,16384x4096 --json $OUT/finisher.json

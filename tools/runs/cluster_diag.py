@@ -85,7 +85,7 @@ def main(argv) -> int:
                     f"ERROR rc {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"
             except subprocess.TimeoutExpired:
                 line = "HANG (25 s)"
-            print(f"{name:18} {' '.join(f'{k}={v}' for k, v in env.items()):28} {line}", flush=True)
+            print(f"{name:20} {' '.join(f'{k}={v}' for k, v in env.items()):28} {line}", flush=True)
     return 0
 
 
