@@ -5,7 +5,10 @@ of 1024, two rows a block) after the 7×1000 cases on 8 parts passed. Each case 
 process under a time limit (25 s) and prints its largest error against float64 or HANG, one variable at a
 time: the parts (3, 4, 5, 8), rows a block (1, 2), row blocks a group (1; under the ring of 4; many:
 the ring reused), the finisher after it (bwd: no weight, the split kernel alone; bwdw: weight and
-dweight, the finisher a programmatic dependent launch after it) and the forward.
+dweight, the finisher a programmatic dependent launch after it), the forward, and (session 33) the
+staged parts, whose waits spin a lane at a time in PTX. Session 33: on the first patch every case of ~40
+row blocks a group hung (run ZZZZZR); with the warp's vote on the poll's count (cluster.warp_any) all 18
+finish with the float64 answer (run ZZZZZS; tools/runs/device_zzzzzs.sh says why).
 
     python tools/runs/cluster_diag.py            # every case
     python tools/runs/cluster_diag.py CASE       # one case, in this process (what each child runs)
@@ -31,6 +34,10 @@ CASES = {
     "fwd 8p 1blk": ("fwd", 7, 1000, 128, 1),
     "fwd 8p 40blk": ("fwd", 600, 1000, 128, 1),
     "fwd 5p bm2 many": ("fwd", 300, 4097, 1024, 2),
+    # (session 33) the staged parts: their waits spin a lane at a time in PTX (stats._spin_receive)
+    "bwd 8p 40blk staged": ("bwd", 600, 1000, 128, 1),
+    "bwdw 5p bm2 many staged": ("bwdw", 300, 4097, 1024, 2),
+    "fwd 8p 40blk staged": ("fwd", 600, 1000, 128, 1),
 }
 
 
@@ -43,7 +50,8 @@ def run_case(name: str) -> str:
     kind, m, n, block_n, block_m, *sms = CASES[name]
     if sms:  # every row block through one cluster: the ring reused ~m / block_m times, no co-residency
         ops.multiprocessor_count = lambda device: sms[0]
-    config = cfg.TileConfig(block_m, block_n, True, num_warps=4, programs_per_sm=1, split=True)
+    config = cfg.TileConfig(block_m, block_n, True, num_warps=4, programs_per_sm=1, split=True,
+                            async_stages=3 if name.endswith("staged") else 0)
     g = torch.Generator().manual_seed(0)
     x64 = torch.randn(m, n, generator=g, dtype=torch.float64)
     w64 = 1 + 0.5 * torch.randn(n, generator=g, dtype=torch.float64)

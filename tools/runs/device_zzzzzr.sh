@@ -53,8 +53,14 @@
 #    5-CTA cluster (now predicated like the store). `ab` not run.
 #  - `diag` added (tools/runs/cluster_diag.py, each case in its own process under 25 s): parts 3/4/5/8,
 #    1 or 2 rows a block, 1 / 3 / 5 / 40 row blocks a group, with and without the finisher, the forward.
-#  Next session: `bash tools/runs/device_zzzzzr.sh probe diag` first (~4 min), then `checks` and `ab`
-#  only if every diag case finishes.
+#  Outcome (session 33, `diag probe`, ~4 device minutes):
+#  - `diag`: 1, 3 and 5 row blocks a group (2-6 iterations, the ring reused up to twice) gave the float64
+#    answer on 3, 5 and 8 parts; every case of ~40 row blocks a group HUNG (4, 5 and 8 parts, 1 or 2 rows a
+#    block, with and without the finisher, one group or 16, the backward and the forward); 5 parts, 2 rows
+#    a block, 7 iterations: the backward hung, the forward passed; NORMKIT_CLUSTER_EXCHANGE=0 passed. A
+#    small chance of going wrong each iteration, not the parts or the ring (run ZZZZZS found it).
+#  - `probe` (fixed): DSMEM 633 cycles a round trip idle, 733 under the copy; L2 974 idle, 1239 loaded —
+#    DSMEM 0.59x L2 loaded, not under half (the prediction's bar for building the exchange; it was built).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 C=/tmp/ab/cluster
