@@ -70,6 +70,20 @@ checked_tests() {
   grep -E "^(FAILED|ERROR)|configurations" "$log" | head
 }
 
+# split_checks DIR MEMCHECK_LIMIT: an experiment's build in DIR, in check mode, on its split rows —
+# tests/test_split_rows.py whole, tests/test_ops.py's backward and split cases, then compute-sanitizer
+# memcheck of the split backward and forward (tools/sanitize_sweep.py --split only) under MEMCHECK_LIMIT s.
+split_checks() {
+  ( cd "$1" && export PYTHONPATH=/tmp/site:$1
+    TESTS_LOG=split checked_tests 240 tests/test_split_rows.py
+    TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "backward or bwd or wide or split"
+    san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$2" "$san" --tool memcheck --target-processes all \
+        python3 tools/sanitize_sweep.py --kind both --split only --families rms,layer_norm > "$L/memcheck.log" 2>&1
+    echo "memcheck exit $?: $(grep -c ': ok (' "$L/memcheck.log") ok, $(grep -c FAIL "$L/memcheck.log") failed;" \
+         "$(grep -c '^========= Invalid' "$L/memcheck.log") invalid accesses" )
+}
+
 # side_by_side LIMIT: every family, normkit against its peers (BENCHMARKS' current numbers), into
 # $OUT/bench.{log,json,png}.
 side_by_side() {

@@ -67,15 +67,7 @@ C=/tmp/ab/cluster
 for call in "${@:?probe|checks|ab|diag ...}"; do
 case $call in
 checks|ab|diag) [ -d $C ] || patched_copy $C docs/experiments/split-cluster-exchange.patch ;;&
-checks)
-  ( cd $C && export PYTHONPATH=/tmp/site:$C
-    TESTS_LOG=split checked_tests 240 tests/test_split_rows.py
-    TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "backward or bwd or wide or split"
-    san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 "$san" --tool memcheck --target-processes all \
-        python3 tools/sanitize_sweep.py --kind both --split only --families rms,layer_norm > "$L/memcheck.log" 2>&1
-    echo "memcheck exit $?: $(grep -c ': ok (' "$L/memcheck.log") ok, $(grep -c FAIL "$L/memcheck.log") failed;" \
-         "$(grep -c '^========= Invalid' "$L/memcheck.log") invalid accesses" ) ;;
+checks) split_checks $C 90 ;;
 ab)
   arm() {
     heuristic_in "$1" 60 --kind bwd --family rms --dtype bf16 --shapes 4096x16384,8192x32768,4096x65536

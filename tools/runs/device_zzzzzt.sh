@@ -25,15 +25,7 @@ V=/tmp/ab/vote
 for call in "${@:?checks|ab ...}"; do
 case $call in
 checks|ab) [ -d $V ] || patched_copy $V docs/experiments/split-poll-warp-vote.patch ;;&
-checks)
-  ( cd $V && export PYTHONPATH=/tmp/site:$V
-    TESTS_LOG=split checked_tests 240 tests/test_split_rows.py
-    TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "backward or bwd or wide or split"
-    san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 "$san" --tool memcheck --target-processes all \
-        python3 tools/sanitize_sweep.py --kind both --split only --families rms,layer_norm > "$L/memcheck.log" 2>&1
-    echo "memcheck exit $?: $(grep -c ': ok (' "$L/memcheck.log") ok, $(grep -c FAIL "$L/memcheck.log") failed;" \
-         "$(grep -c '^========= Invalid' "$L/memcheck.log") invalid accesses" ) ;;
+checks) split_checks $V 150 ;;
 ab)
   arm() {
     heuristic_in "$1" 50 --kind fwd --family layer_norm --dtype bf16 --shapes 4096x65536,2048x131072
