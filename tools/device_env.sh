@@ -165,6 +165,18 @@ heuristic_in() {
   TUNE_LIMIT=$limit tune_in "$dir" --heuristic-only "$@" | sed -E "s/ best .*//"
 }
 
+# poll_parts_arm DIR: the heuristic's time (tools/tune.py --heuristic-only) of every family of the forward's
+# split parts that wait in a poll loop (stats.await_row_sums without SPIN), in the build in DIR — RMSNorm
+# bf16 2048×131072 / 1024×262144, fp32 4096×65536, bf16 with an fp32 y 4096×65536; LayerNorm bf16
+# 2048×131072, fp32 4096×65536 — the arm of an A/B of that wait (runs ZZZZZU, ZZZZZV).
+poll_parts_arm() {
+  heuristic_in "$1" 60 --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144
+  heuristic_in "$1" 60 --kind fwd --family rms --dtype fp32 --shapes 4096x65536
+  heuristic_in "$1" 60 --kind fwd --family rms --dtype bf16 --out-dtype fp32 --shapes 4096x65536
+  heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072
+  heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
+}
+
 # split_bwd_arm DIR: the backward's split parts as the heuristic picks them in the build in DIR — bf16
 # LayerNorm 4096×16384 / 8192×32768 / 2048×131072, RMSNorm and the fused add 4096×16384 / 2048×131072, the
 # fused LayerNorm 4096×16384, LayerNorm fp32 4096×16384 — the arm of an A/B of the split exchange (runs

@@ -18,7 +18,15 @@
 #    RMSNorm 4096×16384 (its waits spin in PTX: the control). Prediction: ±0.5 % everywhere (one vote a
 #    poll; the divergent paths it removes run only when groups disagree). Land it if `checks` passes and
 #    no shape is slower by more than the noise (~0.5 %).
-#  Outcome: (not yet run)
+#  Outcome (session 34, `checks ab`, 497 s): `checks` passed — tests/test_split_rows.py 275 passed, 1
+#  skipped; tests/test_ops.py's backward / split 60 passed; memcheck 32 ok, 0 failed, 0 invalid accesses
+#  before its 150 s limit. `ab` (µs, r1 / r2, main → vote): LayerNorm fwd 4096×65536 314.7 / 315.9 →
+#  316.6 / 316.0 (+0.3 %), 2048×131072 318.3 / 318.2 → 317.5 / 319.2 (0); RMSNorm fwd 4096×65536 (a whole
+#  row, no poll: a second control) 259.9 / 261.0 → 259.0 / 259.8; RMSNorm bwd 4096×16384 107.9 / 107.6 →
+#  107.5 / 107.9 (0). RMSNorm fwd 2048×131072 289.4 / 288.8 → 294.0 / 293.9: +1.7 %, both rounds —
+#  prediction failed there, not landed. On the CPU afterwards (tools/ptx_stats.py --sass): the vote
+#  takes that part from 127 to 96 registers, so 5 programs an SM fit where the grid asks for 4 (LayerNorm's
+#  parts stay at their 128 cap: 4 fit); run ZZZZZU separates the two.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 V=/tmp/ab/vote

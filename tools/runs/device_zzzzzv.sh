@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Device run ZZZZZV (prepared in session 34 for the next session, nvidia-h200; no carry needed):
+#  Why: main's forward split parts without staged loads (RMSNorm's and LayerNorm's split rows, bf16 x with
+#  an fp32 y, the fused forwards' 8-byte rows) wait for their partners' row sums in a poll loop
+#  (stats.await_row_sums without SPIN): each of a warp's lane groups holds a replica of the exchange tile,
+#  counts its own late words with tl.sum's shuffles and decides alone whether to read again. Groups that
+#  disagree split the warp inside shfl.sync — the cluster exchange's hang (run ZZZZZS). Never seen through
+#  L2 (a warp's replicas read the same words in one load instruction), but not promised. The warp vote
+#  fixes it and costs 0.5-3 % on these parts (runs ZZZZZT, ZZZZZU: the schedule ptxas builds around the
+#  vote, with or without its uniformity hidden). docs/experiments/split-forward-spin.patch instead gives
+#  them the wait the staged parts (every staged split backward, the fused forwards' 2- and 4-byte rows) use:
+#  SPIN, each lane spinning in PTX on its own words until they carry this round's tag — no count, no
+#  shuffle inside the wait, so no lane leaves it while another still reduces. (The backward's prefetching
+#  parts — the recomputing backward, fp32 rows of 262144, 8-byte rows — also poll; spinning cost them
+#  5-19 % in run ZZZZZC, so they are not in this patch.) The patch's test
+#  (tests/test_gpu_compile.py test_forward_split_parts_wait_by_spinning) fails on main.
+#  On the CPU (sm_90, tools/ptx_stats.py --sass): the same registers (RMSNorm bf16 127, LayerNorm 128;
+#  bf16 with an fp32 y 80 → 72), row loop 815 → 791 instructions (LayerNorm 1216 → 1174), SHFL 22 → 13.
+#  - `spinab` (~3 min, 2 rounds, main → spin, tools/device_env.sh poll_parts_arm: every polling family).
+#    Prediction: −1 to +5 % — fewer instructions, but the same change cost the prefetching backward parts
+#    5-19 % (run ZZZZZC, never explained); the forward was not measured then. Land it if no shape is slower
+#    by more than ~0.5 % and `spinchecks` passes; otherwise the hazard's three measured fixes all cost speed,
+#    and the choice (a hang that has never happened against 0.5-3 %) goes in RELIABILITY.
+#  - `spinchecks` (~5 min): split_checks on the spin build (test_split_rows whole, test_ops backward /
+#    split, memcheck of the split rows). Prediction: all pass.
+#  Outcome: (not yet run)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+S=/tmp/ab/spin
+for call in "${@:?spinab|spinchecks ...}"; do
+case $call in
+spinab|spinchecks) [ -d $S ] || patched_copy $S docs/experiments/split-forward-spin.patch ;;&
+spinab) ab_rounds 2 poll_parts_arm "$PWD" $S | tee -a "$L/spinab.log" ;;
+spinchecks) split_checks $S 150 ;;
+*) echo "unknown call $call"; exit 2 ;;
+esac
+done
+pack_logs
