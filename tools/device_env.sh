@@ -165,8 +165,9 @@ heuristic_in() {
   TUNE_LIMIT=$limit tune_in "$dir" --heuristic-only "$@" | sed -E "s/ best .*//"
 }
 
-# poll_parts_arm DIR: the heuristic's time (tools/tune.py --heuristic-only) of every family of the forward's
-# split parts that wait in a poll loop (stats.await_row_sums without SPIN), in the build in DIR — RMSNorm
+# poll_parts_arm DIR: the heuristic's time (tools/tune.py --heuristic-only) of the forward's split parts that
+# wait in a poll loop (stats.await_row_sums without SPIN; all but the fused forwards' 8-byte rows, which
+# tune.py's dtypes do not reach), in the build in DIR — RMSNorm
 # bf16 2048×131072 / 1024×262144, fp32 4096×65536, bf16 with an fp32 y 4096×65536; LayerNorm bf16
 # 2048×131072, fp32 4096×65536 — the arm of an A/B of that wait (runs ZZZZZU, ZZZZZV).
 poll_parts_arm() {

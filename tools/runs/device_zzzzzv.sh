@@ -16,22 +16,38 @@
 #  (tests/test_gpu_compile.py test_forward_split_parts_wait_by_spinning) fails on main.
 #  On the CPU (sm_90, tools/ptx_stats.py --sass): the same registers (RMSNorm bf16 127, LayerNorm 128;
 #  bf16 with an fp32 y 80 → 72), row loop 815 → 791 instructions (LayerNorm 1216 → 1174), SHFL 22 → 13.
-#  - `spinab` (~3 min, 2 rounds, main → spin, tools/device_env.sh poll_parts_arm: every polling family).
+#  - `spinab` (~3 min, 2 rounds, main → spin, tools/device_env.sh poll_parts_arm: the polling
+#    families but the fused forwards' 8-byte rows).
 #    Prediction: −1 to +5 % — fewer instructions, but the same change cost the prefetching backward parts
 #    5-19 % (run ZZZZZC, never explained); the forward was not measured then. Land it if no shape is slower
 #    by more than ~0.5 % and `spinchecks` passes; otherwise the hazard's three measured fixes all cost speed,
 #    and the choice (a hang that has never happened against 0.5-3 %) goes in RELIABILITY.
 #  - `spinchecks` (~5 min): split_checks on the spin build (test_split_rows whole, test_ops backward /
 #    split, memcheck of the split rows). Prediction: all pass.
+#  - `spinbwd` (~3 min, 2 rounds, main → docs/experiments/split-backward-spin.patch; only with device time
+#    left after the two above): the same wait for the backward's prefetching split parts — the
+#    recomputing backward (RMSNorm and LayerNorm bf16 4096×16384, 2048×131072) and fp32 rows of 262144
+#    (RMSNorm, the fused add). Run ZZZZZC measured spinning there 5-19 % slower on session 24's kernel
+#    (before design changes 32-38). Prediction: +3 to +15 % (ZZZZZC repeated); if within ~0.5 %, the
+#    hazard's last places could go the same way (then with the poll loop's code gone).
 #  Outcome: (not yet run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 S=/tmp/ab/spin
-for call in "${@:?spinab|spinchecks ...}"; do
+B=/tmp/ab/spin-bwd
+for call in "${@:?spinab|spinchecks|spinbwd ...}"; do
 case $call in
 spinab|spinchecks) [ -d $S ] || patched_copy $S docs/experiments/split-forward-spin.patch ;;&
 spinab) ab_rounds 2 poll_parts_arm "$PWD" $S | tee -a "$L/spinab.log" ;;
 spinchecks) split_checks $S 150 ;;
+spinbwd) [ -d $B ] || patched_copy $B docs/experiments/split-backward-spin.patch
+  bwd_arm() {
+    heuristic_in "$1" 60 --kind bwd --recompute --family rms --dtype bf16 --shapes 4096x16384,2048x131072
+    heuristic_in "$1" 60 --kind bwd --recompute --family layer_norm --dtype bf16 --shapes 4096x16384,2048x131072
+    heuristic_in "$1" 60 --kind bwd --family rms --dtype fp32 --shapes 1024x262144
+    heuristic_in "$1" 60 --kind bwd --family fused_add --dtype fp32 --shapes 1024x262144
+  }
+  ab_rounds 2 bwd_arm "$PWD" $B | tee -a "$L/spinbwd.log" ;;
 *) echo "unknown call $call"; exit 2 ;;
 esac
 done
