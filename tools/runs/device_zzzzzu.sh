@@ -56,10 +56,10 @@ occ) [ -d $V ] || patched_copy $V docs/experiments/split-poll-warp-vote.patch
     TUNE_LIMIT=90 tune_in "$1" --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 "${configs[@]}"
   }
   ab_rounds 2 arm "$PWD" $V | tee -a "$L/occ.log" ;;
-ab3|checks3) [ -d $O ] || patched_copy $O docs/experiments/split-poll-warp-vote-opaque.patch ;;&
+ab3|checks3|hang3) [ -d $O ] || patched_copy $O docs/experiments/split-poll-warp-vote-opaque.patch ;;&
 ab3) ab_rounds 3 poll_parts_arm "$PWD" $O | tee -a "$L/ab3.log" ;;
 checks3) split_checks $O 120 ;;
-hang3) [ -d $O ] || patched_copy $O docs/experiments/split-poll-warp-vote-opaque.patch
+hang3)
   for dir in $O "$PWD"; do
     ( cd "$dir" && export PYTHONPATH=/tmp/site:$dir
       TESTS_LOG=hang3_$(basename "$dir") checked_tests 75 tests/test_split_rows.py -k fused_add_forward_heuristic \
