@@ -33,14 +33,19 @@ ELEMENT_SIZE_SCENARIOS = (2, 4)
 # The backward stages 2-byte rows only where they load as 16-byte vectors (vector_aligned): the
 # others keep the prefetching tiles, so the 2-byte enumeration asks for both.
 VECTOR_ALIGNED_SCENARIOS = (True, False)
+# The recomputing backward (no saved statistics) stages 2-byte split parts of its own choice (config/backward.py
+# _STAGED_LAYER_NORM_RECOMPUTE) and prefetches the 4-byte ones the saved statistics' backward stages: the
+# enumeration asks for it where it can differ (vector-aligned rows).
+RECOMPUTE_SCENARIOS = (False, True)
 
 
 def _picker():
     """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2, aligned=True: pick(
-        n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual, layer_norm=layer_norm,
-        element_size=element_size, vector_aligned=aligned)
+    return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2, aligned=True, \
+        recompute=False: pick(n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual,
+                              layer_norm=layer_norm, element_size=element_size, vector_aligned=aligned,
+                              recompute=recompute)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -57,18 +62,20 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     # the forward splits only the fused add's rows of one head: one head and eight reach its choices
     scenarios = ((1, 0),) if interpret else GPU_SCENARIOS if backward else GPU_SCENARIOS[:2]
     pick = _picker()
-    # (residual, layer_norm, element size, vector aligned): the backward's fused-add, LayerNorm and
-    # 4-byte tiles and its unstaged 2-byte ones, the forward's fused-add and LayerNorm tiles (4-byte
-    # ones included)
-    variants = ((False, False, 2, True),) if interpret else (
+    # (residual, layer_norm, element size, vector aligned, recompute): the backward's fused-add, LayerNorm
+    # and 4-byte tiles, its unstaged 2-byte ones and the recomputing backward's staged ones, the forward's
+    # fused-add and LayerNorm tiles (4-byte ones included)
+    variants = ((False, False, 2, True, False),) if interpret else (
         tuple(v for v in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
-                                           VECTOR_ALIGNED_SCENARIOS) if v[2] == 2 or v[3]) if backward
-        else tuple((residual, ln, size, True) for residual in RESIDUAL_SCENARIOS for ln in LAYER_NORM_SCENARIOS
-                   for size in ELEMENT_SIZE_SCENARIOS))
+                                           VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS)
+              if (v[2] == 2 or v[3]) and (v[3] or not v[4])) if backward
+        else tuple((residual, ln, size, True, False) for residual in RESIDUAL_SCENARIOS
+                   for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
     for heads, sms in scenarios:
-        for residual, layer_norm, element_size, aligned in variants:
+        for residual, layer_norm, element_size, aligned, recompute in variants:
             for n in range(1, n_max + 1):
-                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size, aligned)
+                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size, aligned,
+                              recompute)
                 lo, hi = found.get(config, (n, n))
                 found[config] = (min(lo, n), max(hi, n))
     return found

@@ -143,15 +143,20 @@ def test_mixed_dtype_forward_takes_one_layout():
 def test_recomputing_split_parts_join_their_statistics_sum():
     """Design change 29 (run ZZZZZB): the recomputing backward's split parts reduce Σh (LayerNorm) / Σh²
     (RMSNorm) in the tree of Σ(g·h) / Σg — three bar.sync fewer a row block — where
-    `config.joins_stats` says so: LayerNorm's parts, RMSNorm's whose threads hold ≤ 16 elements (not its
-    1 × 4096 on 4 warps at 16384, which lost 7 % joined); JOIN_STATS=0 gives the separate reduction back."""
-    joined = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,65536", "--recompute")[1]
-    apart = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,65536", "--recompute",
+    `config.joins_stats` says so: LayerNorm's parts, RMSNorm's whose threads hold ≤ 16 elements (not a
+    1 × 4096 part on 4 warps — the prefetching one at 16384 lost 7 % joined; since session 35 the staged
+    one at 131072); JOIN_STATS=0 gives the separate reduction back."""
+    joined = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,131072", "--recompute")[1]
+    apart = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,131072", "--recompute",
                        "--flags", "JOIN_STATS=0")[1]
     assert len(joined) == len(apart) == 4, (joined, apart)
+    kept_apart = 0
     for line, before in zip(joined, apart):
-        fewer = 0 if "rms" in line and "N=16384" in line else 3
+        rows, width, warps = map(int, re.search(r"(\d+) x (\d+) on +(\d+) warps", line).groups())
+        fewer = 0 if "rms" in line and rows * width > 16 * 32 * warps else 3
+        kept_apart += fewer == 0
         assert _stat(line, "bar.sync") == _stat(before, "bar.sync") - fewer, (line, before)
+    assert kept_apart == 1, joined  # RMSNorm's 1 × 4096 on 4 warps at 131072
 
 
 def test_forward_l2_hints_as_compiled():
@@ -217,11 +222,11 @@ def test_staged_split_parts_compile_for_older_gpus():
 
 def test_split_exchange_sends_and_awaits_only_what_is_read():
     """The split parts' exchange a row block (tools/ptx_stats.py, sm_90): the backward sends Σ(g·h) and,
-    for LayerNorm, Σg, and a staged part awaits LayerNorm's two words in ONE spin wait (both loads in
+    for LayerNorm, Σg, and a part awaits LayerNorm's two words in ONE spin wait (both loads in
     flight: one L2 round trip, design change 32); the forward sends only its statistics (RMSNorm's Σh²,
     LayerNorm's mean and M2), none of the backward's sums (which it sent as zeros until session 26)."""
     expected = {("bwd", "layer_norm"): (2, 1, 2), ("bwd", "rms"): (1, 1, 1), ("bwd", "fused_add"): (1, 1, 1),
-                ("fwd", "fused_add"): (1, 1, 1), ("fwd", "rms"): (1, 0, 0), ("fwd", "layer_norm"): (2, 0, 0)}
+                ("fwd", "fused_add"): (1, 1, 1), ("fwd", "rms"): (1, 1, 1), ("fwd", "layer_norm"): (2, 1, 2)}
     for kind in ("bwd", "fwd"):
         stdout, lines = _ptx_stats(kind, "--families", "layer_norm,rms,fused_add", "--widths", "131072")
         assert len(lines) == 3, stdout
@@ -230,6 +235,34 @@ def test_split_exchange_sends_and_awaits_only_what_is_read():
             exchange = re.search(r"exchange: (\d+) atomic words sent, (\d+) spin waits reading (\d+)", line)
             assert exchange, line  # (every family splits rows of 131072, both ways)
             assert tuple(map(int, exchange.groups())) == expected[kind, family], line
+
+
+
+def test_split_parts_wait_by_spinning_for_everything_at_once():
+    """No split part waits in a poll loop (a count of late words reduced across lanes, read again while
+    any is late: each of a warp's lane groups counted its own replica of the slot and could decide alone,
+    splitting the warp inside shfl.sync — the cluster exchange's hang, run ZZZZZS; main's forward parts
+    and the backward's prefetching ones until session 35). Every part spins in PTX, and in ONE wait for
+    all the words it reads (tools/ptx_stats.py, sm_90): the forward's (RMSNorm's Σh², LayerNorm's M2 and
+    mean), the backward's with saved statistics (Σ(g·h), LayerNorm's Σg) and recomputing them (those with
+    the statistics: RMSNorm 2 words, LayerNorm 4) — the parts that do not stage their loads as well
+    (bf16 x with an fp32 y, fp32 rows of 262144)."""
+    runs = {("fwd", "--families", "rms", "--widths", "65536", "--out-dtype", "fp32"): {"rms": 1},
+            ("fwd", "--families", "rms,layer_norm", "--widths", "131072,262144"): {"rms": 1, "layer_norm": 2},
+            ("fwd", "--families", "rms,layer_norm", "--widths", "131072", "--dtype", "fp32"):
+                {"rms": 1, "layer_norm": 2},
+            ("bwd", "--families", "rms,fused_add", "--widths", "262144", "--dtype", "fp32"): {"rms": 1, "fused_add": 1},
+            ("bwd", "--recompute", "--families", "rms,layer_norm,fused_add", "--widths", "16384,131072"):
+                {"rms": 2, "layer_norm": 4, "fused_add": 2},
+            ("bwd", "--recompute", "--families", "rms,layer_norm", "--widths", "131072", "--dtype", "fp32"):
+                {"rms": 2, "layer_norm": 4}}
+    for (kind, *args), words in runs.items():
+        stdout, lines = _ptx_stats(kind, *args)
+        assert lines, stdout
+        for line in lines:
+            exchange = re.search(r" split.*exchange: \d+ atomic words sent, (\d+) spin waits reading (\d+)", line)
+            assert exchange, line  # (every one of these splits its rows)
+            assert (int(exchange.group(1)), int(exchange.group(2))) == (1, words[line.split()[1]]), line
 
 
 _STAT_LOADS = """

@@ -732,8 +732,8 @@ def test_wide_rows_take_their_family_s_tiles():
     × 8192 fp32 parts spill: run ZZT); else column tiles. Reload (the previous row block read again
     after the exchange, runs ZZZL-ZZZN; since design change 17, runs ZZZX-ZZZY, the 2-byte parts hold
     it): the 4-byte 1 × 2048 parts past RMSNorm's 65536 and LayerNorm's 16384 columns, every fused
-    add's. The backward's prefetching parts as the recomputing backward takes them (since design change
-    30 the saved statistics' parts stage their loads: test_backward_split_parts_stage_their_loads); the
+    add's. The backward's prefetching parts as rows that are not vector-aligned take them (since design
+    change 30 the others stage their loads: test_backward_split_parts_stage_their_loads); the
     fused add's and the fused LayerNorm's forward rows in staged parts of 4 KB on 4 warps, eight an SM
     asked, holding the previous row block (session 25; 8-byte rows and parts that do not all fit one an
     SM: 8 KB parts re-reading it)."""
@@ -767,7 +767,7 @@ def test_wide_rows_take_their_family_s_tiles():
         if not sms:
             continue
         bwd = cfg.tile_config(n, True, False, heads=heads, multiprocessors=sms, residual=residual,
-                              layer_norm=layer_norm, element_size=size, recompute=True)
+                              layer_norm=layer_norm, element_size=size, vector_aligned=False)
         whole = cfg.next_power_of_2(n)
         if size > 2:  # fp32: 8 KB of x a part on 4 warps, three an SM, then (fp64 only) 16 KB on 16 warps
             held = whole <= (0 if residual else 16384 if layer_norm else 65536)  # two an SM, else three
@@ -796,11 +796,11 @@ def test_backward_rows_up_to_16384_split_in_pairs():
     LayerNorm's two an SM holding it (run ZZZY: 221.0 / 224.3 against 226.2 / 231.4 reloading); 8-byte rows in
     1 × 2048 (16 KB) on 16 warps, one an SM.
     Where the parts of every head do not fit one an SM, the next candidate or the whole row. (The
-    prefetching parts: the recomputing backward's, and since design change 30 where no staged part
-    leads — test_backward_split_parts_stage_their_loads.)"""
+    prefetching parts: those of rows that are not vector-aligned, and since design change 30 wherever no
+    staged part leads — test_backward_split_parts_stage_their_loads.)"""
     def pick(n, size, residual, layer_norm=False, heads=1):
         t = cfg.tile_config(n, True, False, heads=heads, multiprocessors=132, residual=residual,
-                            layer_norm=layer_norm, element_size=size, recompute=True)
+                            layer_norm=layer_norm, element_size=size, vector_aligned=False)
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.split, t.reload)
     for n, residual, layer_norm in itertools.product((8193, 12000, 16384), (False, True), (False, True)):
         assert pick(n, 2, residual, layer_norm) == ((2, 2048, 4, 2, 0, True, False) if layer_norm
@@ -826,19 +826,22 @@ def test_backward_split_parts_stage_their_loads():
     memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128 registers, four an SM, 3 stages (RMSNorm's
     rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual, past 16384, and the fused
     LayerNorm's of 131072 alike — session 27, run ZZZZZG), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
-    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep); elsewhere, recomputing,
-    unaligned, or where the staged parts do not all fit one an SM, the prefetching parts."""
+    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep); recomputing the
+    statistics (design change 39, run ZZZZZW), 2-byte rows alike but LayerNorm's at 16384 (1 × 4096 on 4, two
+    an SM) and 262144 (1 × 8192 on 8, one an SM) and the fused LayerNorm's (prefetching), 4-byte rows
+    prefetching; elsewhere — unaligned, or where the staged parts do not all fit one an SM — the
+    prefetching parts."""
     def pick(n, size, residual, layer_norm, **kw):
         t = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                             element_size=size, **kw)
         return (t.block_m, t.block_n, t.num_warps, t.programs_per_sm, t.max_registers, t.async_stages, t.prefetch)
-    staged_seen = 0
+    staged_seen = recomputed_seen = 0
     for n, residual, layer_norm, size in itertools.product(
             (12000, 16384, 32768, 32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8)):
         whole = cfg.next_power_of_2(n)
-        prefetching = pick(n, size, residual, layer_norm, recompute=True)
+        prefetching = pick(n, size, residual, layer_norm, vector_aligned=False)
         assert prefetching[-2:] == (0, True), prefetching
-        assert pick(n, size, residual, layer_norm, vector_aligned=False) == prefetching
+        assert pick(n, size, residual, layer_norm, vector_aligned=False, recompute=True) == prefetching
         expected = None
         if size == 2 and layer_norm and not residual:
             expected = (1, 2048, 4, 4, 128, 3) if whole == 16384 else (1, 4096, 4, 2, 0, 3)
@@ -855,9 +858,20 @@ def test_backward_split_parts_stage_their_loads():
         staged_seen += expected is not None
         assert pick(n, size, residual, layer_norm) == (expected + (False,) if expected else prefetching), (
             n, residual, layer_norm, size)
+        recomputing = None
+        if size == 2 and layer_norm and not residual:
+            recomputing = {16384: (1, 4096, 4, 2, 0, 3), 262144: (1, 8192, 8, 1, 0, 3)}.get(whole, expected)
+        elif size == 2 and not layer_norm:
+            recomputing = expected
+        if recomputing and cfg.cdiv(n, recomputing[1]) > 132:
+            recomputing = None
+        recomputed_seen += recomputing is not None
+        assert pick(n, size, residual, layer_norm, recompute=True) == (
+            recomputing + (False,) if recomputing else prefetching), (n, residual, layer_norm, size)
     # RMSNorm and the fused add bf16, LayerNorm bf16, the fused LayerNorm bf16, RMSNorm and the fused add fp32
     # (not 262144), LayerNorm and the fused LayerNorm fp32
     assert staged_seen == 14 + 7 + 7 + 12 + 14
+    assert recomputed_seen == 14 + 7  # RMSNorm and the fused add bf16, LayerNorm bf16
 
 
 def test_forward_rows_of_32768_by_bytes():

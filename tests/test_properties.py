@@ -56,8 +56,8 @@ from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
 from tests.config_cases import (ELEMENT_SIZE_SCENARIOS, GPU_SCENARIOS, INTERPRET_N_MAX,  # noqa: E402
-                                LAYER_NORM_SCENARIOS, RESIDUAL_SCENARIOS, VECTOR_ALIGNED_SCENARIOS,
-                                config_problems, describe, heuristic_configs, runs_family)
+                                LAYER_NORM_SCENARIOS, RECOMPUTE_SCENARIOS, RESIDUAL_SCENARIOS,
+                                VECTOR_ALIGNED_SCENARIOS, config_problems, describe, heuristic_configs, runs_family)
 from tests.feature_cases import _coarsest  # noqa: E402
 from tests.forced_runs import (BF16, DEVICE, F16, F32, F64, FAMILIES, NAN, assert_rounded_sum,  # noqa: E402
                                assert_written, check, family_inputs, grid, guarded, randn, reference, run_forced)
@@ -451,12 +451,13 @@ def test_gpu_heuristics_enumeration():
     for backward in (False, True):
         configs = heuristic_configs(backward)
         for n in (1, 2, 3, 1000, 4097, 16384, 16385, 32768, 32769, 131073, 262144):
-            for (heads, sms), residual, layer_norm, size, aligned in itertools.product(
+            for (heads, sms), residual, layer_norm, size, aligned, recompute in itertools.product(
                     GPU_SCENARIOS, RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
-                    VECTOR_ALIGNED_SCENARIOS):
+                    VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS):
                 picked = cfg.tile_config(n, backward, False, heads=heads, multiprocessors=sms, residual=residual,
-                                         layer_norm=layer_norm, element_size=size, vector_aligned=aligned)
-                assert picked in configs, (n, heads, residual, layer_norm, size, aligned, picked)
+                                         layer_norm=layer_norm, element_size=size, vector_aligned=aligned,
+                                         recompute=recompute)
+                assert picked in configs, (n, heads, residual, layer_norm, size, aligned, recompute, picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:

@@ -151,13 +151,14 @@ _PAIRED_SPLIT_4_BYTE_HELD_MAX = {"rms": 65536, "layer_norm": 16384, "fused_add":
 # heuristic's 1113.0 at 2048×131072. LayerNorm fp32 lost (934.6 against 896.8 at 4096×65536). The
 # recomputing backward lost everywhere it was timed (RMSNorm bf16 4096×16384 146.4 against 132.7,
 # 8192×32768 633.2 against 503.8; LayerNorm 215.3 against 186.2 at 4096×16384, 873.3 against 818.8
-# at 2048×131072): it keeps the prefetching parts, as do rows that are not vector-aligned (cp.async).
-# The prefetching parts keep the poll loop: spinning cost them 5-19 % (the same sweeps' heuristic
-# lines: RMSNorm 4096×65536 501.2 against 431.7; run ZZZZZC `ab`, same PTX but the wait: LayerNorm
-# fp32 4096×65536 895 → 1063). The 1 × 2048 parts capped at 128 registers, four an
-# SM, as timed (ptxas, sm_90, uncapped: the fused add's 148, LayerNorm's 142 — three an SM; RMSNorm's
-# 128 either way, 413.2 / 414.4 µs at 8192×32768). (rows, part width, warps, programs an SM, register
-# cap, reload, stages)
+# at 2048×131072): it kept the prefetching parts, as do rows that are not vector-aligned (cp.async). The
+# prefetching parts kept the poll loop: spinning cost them 5-19 % (the same sweeps' heuristic lines: RMSNorm
+# 4096×65536 501.2 against 431.7; run ZZZZZC `ab`, same PTX but the wait: LayerNorm fp32 4096×65536 895 → 1063)
+# — the recomputing parts' quantities then awaited one wait after another (session 35: one wait for all, and
+# every part spins; the recomputing 2-byte parts stage, below). The 1 × 2048 parts capped at 128 registers, four
+# an SM, as timed (ptxas, sm_90, uncapped: the fused add's 148, LayerNorm's 142 — three an SM; RMSNorm's 128
+# either way, 413.2 / 414.4 µs at 8192×32768). (rows, part width, warps, programs an SM, register cap, reload,
+# stages)
 # Session 25, runs ZZZZZD / ZZZZZE sweeps (tools/tune.py --config, µs, against the heuristic's prefetching
 # parts in the same process): the fused LayerNorm's bf16 rows (--residual) in _STAGED: 4096×16384 155.9
 # against 169.8, 8192×32768 606.1 / 641.9, 4096×65536 626.9 / 716.4 (four deep 602.1), 2048×131072 612.8 /
@@ -189,11 +190,29 @@ _STAGED_4_BYTE_RMS = {65536: (1, 2048, 8, 2, 0, False, 3)}
 _STAGED_4_BYTE_LAYER_NORM = (1, 2048, 4, 3, 0, False, 4)
 _STAGED_FOUR_DEEP = _STAGED[:-1] + (4,)
 _STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEEP, 131072: _STAGED_4096_PARTS}
+# The recomputing backward (no saved statistics) stages its 2-byte parts too since session 35 — RMSNorm, the
+# fused add and LayerNorm without a residual; their spin wait takes Σ(g·h) (and Σg) with the statistics in one
+# round trip (stats._await_slot; before, one wait after another, so only the prefetching parts, polling, were used).
+# Run ZZZZZW `stagedrec` (tools/tune.py --recompute --config, bf16, µs, against the heuristic's prefetching
+# parts in the same process): RMSNorm in the tables above — 4096×16384 113.3 against 126.0, 4096×32768 220.3
+# / 242.7, 4096×65536 440.5 / 506.9, 2048×131072 452.3 (1 × 4096) / 524.6, 1024×262144 473.0 / 475.9; the
+# fused add in _STAGED: 132.8 / 164.1, 513.6 / 678.9 (4096×65536), 525.9 / 695.4 (2048×131072); LayerNorm
+# in _STAGED_LAYER_NORM at 32768-131072 (245.1 / 367.7, 502.0 / 667.5, 519.3 / 671.3), but its 1 × 4096 at
+# 16384 (127.5 against 141.6; _STAGED's 1 × 2048 152.0) and 1 × 8192 on 8 warps at 262144 (554.9; 1 × 4096
+# 599.0, prefetching 740.8). Not measured, so still prefetching: 4-byte parts, the fused LayerNorm's.
+_STAGED_LAYER_NORM_RECOMPUTE = {**_STAGED_LAYER_NORM, 16384: _STAGED_4096_PARTS, 262144: (1, 8192, 8, 1, 0, False, 3)}
 
 
-def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int) -> Optional[tuple]:
+def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int,
+                  recompute: bool = False) -> Optional[tuple]:
     """The staged split parts (design change 30) for rows of `whole`, or None where the
-    prefetching parts stay (8-byte elements)."""
+    prefetching parts stay (8-byte elements; recomputing the statistics, all but 2-byte rows
+    without the fused LayerNorm's residual)."""
+    if recompute:
+        if element_size != 2 or (layer_norm and residual):
+            return None
+        if layer_norm:
+            return _STAGED_LAYER_NORM_RECOMPUTE.get(whole)
     if layer_norm:
         if element_size == 4:
             return _STAGED_4_BYTE_LAYER_NORM
@@ -311,12 +330,13 @@ def _staged_tile(whole: int, residual: bool, layer_norm: bool) -> Optional[tuple
     return _BWD_ASYNC_2_BYTE.get(whole)
 
 
-def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int, staged: bool) -> tuple:
+def _split_parts(whole: int, residual: bool, layer_norm: bool, element_size: int, staged: bool,
+                 recompute: bool = False) -> tuple:
     """The backward's split parts (rows, part width, warps, programs an SM, register cap, reload[, stages]) for a
     row of `whole` (N rounded up to a power of two) columns, best first: the heuristic takes the first whose
     parts all fit one an SM (parts·heads ≤ multiprocessors). staged: the staged parts may lead
-    (_staged_split: saved statistics, vector-aligned rows)."""
-    first = _staged_split(whole, residual, layer_norm, element_size) if staged else None
+    (_staged_split: vector-aligned rows); recompute: the statistics are recomputed."""
+    first = _staged_split(whole, residual, layer_norm, element_size, recompute) if staged else None
     return ((first,) if first else ()) + _prefetching_parts(whole, residual, layer_norm, element_size)
 
 
@@ -416,7 +436,7 @@ def backward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual
         return TileConfig(_BWD_WIDE_ROWS, whole, True, num_warps=16, programs_per_sm=1)
     narrow = whole <= _MAX_ONE_TILE_BWD
     for rows, part, warps, per_sm, cap, reload, *stages in _split_parts(whole, residual, layer_norm, element_size,
-                                                                       vector_aligned and not recompute):
+                                                                       vector_aligned, recompute):
         if cdiv(n, part) * heads <= multiprocessors:
             return TileConfig(rows, part, True, num_warps=warps, programs_per_sm=per_sm, split=True,
                               prefetch=_SPLIT_PREFETCH and not stages, async_stages=stages[0] if stages else 0,

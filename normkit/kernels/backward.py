@@ -29,13 +29,14 @@ row block is walked twice in BLOCK_N-wide tiles (reductions, then dh: the second
 L2) and the partial rows live in DW_PARTIAL / DB_PARTIAL themselves, read-modified-written tile
 by tile by their one owner program (a barrier orders the re-read; still no atomics).
 
-Split rows (SPLIT > 1, with ONE_TILE). A row too wide for one program's registers is cut into
-P = cdiv(N, BLOCK_N) column parts, each held in registers by its own program: program p is part
-p % P of group p // P, and a group's P programs walk the same row blocks in lockstep. Each part
-publishes its per-row partial sums (Σ(g·h), Σg and, recomputing, Σh² or its local mean and M2)
-to XCHG as 64-bit words tagged with the round (relaxed atomic exchanges, no fence); the parts
-poll until every partner's words carry the round's tag, then read the P partial sums and reduce them in a fixed order (LayerNorm statistics with Chan's
-merge): x and dy are read once, as with ONE_TILE, and the result is bitwise reproducible.
+Split rows (SPLIT > 1, with ONE_TILE). A row too wide for one program's registers is cut into P =
+cdiv(N, BLOCK_N) column parts, each held in registers by its own program: program p is part p % P of
+group p // P, and a group's P programs walk the same row blocks in lockstep. Each part publishes its
+per-row partial sums (Σ(g·h), Σg and, recomputing, Σh² or its local mean and M2) to XCHG as 64-bit
+words tagged with the round (relaxed atomic exchanges, no fence); each lane of a part spins until
+its partners' words carry the round's tag (stats.await_row_sums), then the P partial sums are
+reduced in a fixed order (LayerNorm statistics with Chan's merge): x and dy are read once, as with
+ONE_TILE, and the result is bitwise reproducible.
 The exchange is pipelined one block deep: iteration t publishes block t, then waits for block
 t − 1 (published a whole iteration earlier, so the wait rarely spins) and finishes it — the parts
 hold two row blocks (three with PREFETCH) and one extra iteration finishes the last block. XCHG
@@ -58,11 +59,12 @@ without holding them in registers), and each iteration reads its tile from there
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async), which is why change 5's comparison never ran
 a pipelined loop. config._BWD_ASYNC_2_BYTE says where it wins (2-byte rows of 1024 … 8192). The
-pipeliner declines a loop with a loop nested in it, which the split parts' poll is; staged parts
-wait in inline PTX instead (stats._await_word: each lane spins on its own tagged words), so
-their row loop pipelines too (config._staged_split: design change 30). The prefetching parts keep
-the poll (spinning slowed them 5-19 %). Each wait is an L2 round trip in a row block's critical
-path: LayerNorm's Σ(g·h) and Σg are awaited together, both loads in flight (design change 32).
+pipeliner declines a loop with a loop nested in it, which a poll loop is; split parts wait in
+inline PTX instead (stats._await_word: each lane spins on its own tagged words), so their row
+loop pipelines too (config._staged_split: design change 30; since session 35 every part, staged
+or prefetching, saved statistics or recomputed, forward too). Each wait is an L2 round trip in a
+row block's critical path: everything a part awaits is awaited together, all loads in flight —
+LayerNorm's Σ(g·h) and Σg (design change 32), and recomputing, with the statistics (session 35).
 
 Joined sums (JOIN_SUMS, with ONE_TILE). Σ(g·h) and Σg are two row reductions, each a tree of
 shuffles and, across warps, shared-memory round trips behind barriers. tl.join stacks the two
@@ -335,7 +337,7 @@ def norm_bwd_kernel(
                     mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
                                                           RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
-                                                          SUM_G=not IS_RMS_NORM, SPIN=ASYNC_STAGES is not None)
+                                                          SUM_G=not IS_RMS_NORM)
             if RECOMPUTE_STATS:
                 mean = row_mean
                 rstd = 1.0 / tl.sqrt(var + eps)

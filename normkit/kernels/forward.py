@@ -177,8 +177,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         row_mask = (rows < M) & (t > 0)
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
-                                         SPLIT, COMPUTE_DTYPE, SUM_G=False, SPIN=SPLIT_STAGES is not None,
-                                         SUM_GH=False)
+                                         SPLIT, COMPUTE_DTYPE, SUM_G=False, SUM_GH=False)
         rstd = 1.0 / tl.sqrt(var + eps)
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
@@ -225,8 +224,8 @@ def norm_fwd_kernel(
     SPLIT: tl.constexpr = 1,  # power of two ≥ the column parts of a row (1: no split; see _split_rows)
     COLUMN_STAGES: tl.constexpr = None,  # not ONE_TILE: the statistics pass's loads staged this deep (cp.async)
     CENTERED_PASS: tl.constexpr = False,  # not ONE_TILE, LayerNorm: per-lane Σh, then per-lane Σ(h − mean)²
-    SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async), the
-    # exchange's wait then spinning in PTX (stats.await_row_sums SPIN: a poll loop would keep the pipeliner off)
+    SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async); staged
+    # or not, the exchange's wait spins in PTX (stats.await_row_sums: each lane on its own words)
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""

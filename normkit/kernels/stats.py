@@ -59,19 +59,6 @@ def _value(word, low, COMPUTE_DTYPE: tl.constexpr):
 
 
 @triton.jit
-def _receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """(value, late) of the tagged words at ptr (volatile loads: from L2 every time): late is true
-    where a word does not carry `tag` yet; masked lanes read 0 and count as arrived."""
-    word = tl.load(ptr, mask=mask, other=0, volatile=True)
-    late = mask & ((word >> 32) != tag)
-    low = word
-    if COMPUTE_DTYPE == tl.float64:
-        low = tl.load(ptr + SPAN, mask=mask, other=0, volatile=True)
-        late = late | (mask & ((low >> 32) != tag))
-    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0), late
-
-
-@triton.jit
 def _await_word(ptr, tag, enabled):
     """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0), each lane
     spinning on relaxed loads in PTX on its own: the kernel's IR has no loop and no block-wide
@@ -112,37 +99,46 @@ def load_row_stat(ptr, mask):
         }""", "=f,l,r", [ptr, mask.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
 
 
+def _spin_ptx(words: int) -> str:
+    """The PTX of `_await_word`'s spin for `words` words a lane, every load in flight each round:
+    outputs $0 … $(words − 1), their addresses next, then the tag and the enabled flag."""
+    tag, enabled = 2 * words, 2 * words + 1
+    lines = [".reg .pred p;", ".reg .b32 lo, hi;", *(f"mov.b64 ${i}, 0;" for i in range(words)),
+             f"setp.eq.s32 p, ${enabled}, 0;", "@p bra DONE;", "SPIN:",
+             *(f"ld.relaxed.gpu.global.b64 ${i}, [${words + i}];" for i in range(words))]
+    for i in range(words):
+        lines += [f"mov.b64 {{lo, hi}}, ${i};",
+                  f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
+    lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
+    return "{" + "".join("\n        " + line for line in lines + ["}"])
+
+
+_SPIN_TWO = tl.constexpr(_spin_ptx(2))
+_SPIN_FOUR = tl.constexpr(_spin_ptx(4))
+
+
 @triton.jit
 def _await_two_words(ptr, other, tag, enabled):
     """`_await_word` for the words at ptr and at other at once (the pair of each lane): both loads in
     flight each round, so one L2 round trip, not two in a row, once both have arrived — LayerNorm's
-    Σ(g·h) and Σg (backward), its M2 and mean (forward). Design change 32."""
-    return tl.inline_asm_elementwise(
-        """{
-        .reg .pred p;
-        .reg .b32 lo, hi;
-        mov.b64 $0, 0;
-        mov.b64 $1, 0;
-        setp.eq.s32 p, $5, 0;
-        @p bra DONE;
-        SPIN:
-        ld.relaxed.gpu.global.b64 $0, [$2];
-        ld.relaxed.gpu.global.b64 $1, [$3];
-        mov.b64 {lo, hi}, $0;
-        setp.ne.s32 p, hi, $4;
-        mov.b64 {lo, hi}, $1;
-        setp.ne.or.s32 p, hi, $4, p;
-        @!p bra DONE;
-        nanosleep.u32 64;
-        bra SPIN;
-        DONE:
-        }""", "=l,=l,l,l,r,r", [ptr, other, tag, enabled], dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
+    Σ(g·h) and Σg (backward), its M2 and mean (forward), the recomputing RMSNorm's Σ(g·h) and Σh², a
+    float64's two halves. Design change 32."""
+    return tl.inline_asm_elementwise(_SPIN_TWO, "=l,=l,l,l,r,r", [ptr, other, tag, enabled],
+                                     dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
 
 
 @triton.jit
-def _spin_receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """`_receive`'s (value, late) once every word carries `tag` (`_await_word`; a float64's two halves
-    together, `_await_two_words`): late is all false; masked lanes read 0."""
+def _await_four_words(a, b, c, d, tag, enabled):
+    """`_await_two_words` for four words a lane (one L2 round trip once all have arrived) — the
+    recomputing LayerNorm backward's Σ(g·h), Σg, M2 and mean, or a float64's two pairs of halves."""
+    return tl.inline_asm_elementwise(_SPIN_FOUR, "=l,=l,=l,=l,l,l,l,l,r,r", [a, b, c, d, tag, enabled],
+                                     dtype=(tl.int64, tl.int64, tl.int64, tl.int64), is_pure=False, pack=1)
+
+
+@triton.jit
+def _take_one(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """The payload of the tagged words at ptr (`_send`) once they carry `tag` (`_await_word`; a
+    float64's two halves together, `_await_two_words`); masked lanes read 0."""
     tags = tl.zeros(ptr.shape, tl.int32) + tag
     enabled = mask.to(tl.int32)
     if COMPUTE_DTYPE == tl.float64:  # both halves awaited at once (`_await_two_words`: one round trip)
@@ -150,7 +146,7 @@ def _spin_receive(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexp
     else:
         word = _await_word(ptr, tags, enabled)
         low = word
-    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0), mask & False  # (folds away)
+    return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0)
 
 
 @triton.jit
@@ -206,75 +202,88 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
 
 
 @triton.jit
-def _take(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SPIN: tl.constexpr):
-    """(value, late) of tagged words: one read (`_receive`), or with SPIN once they all carry `tag`
-    (`_spin_receive`, late all false)."""
-    if SPIN:
-        value, late = _spin_receive(ptr, mask, tag, SPAN, COMPUTE_DTYPE)
+def _take_two(ptr, other, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """The payloads of the tagged words at ptr and at other once both carry `tag`, in one round trip
+    (`_await_two_words`; a float64's four halves, `_await_four_words`); masked lanes read 0."""
+    tags = tl.zeros(ptr.shape, tl.int32) + tag
+    if COMPUTE_DTYPE == tl.float64:
+        word, low, word_other, low_other = _await_four_words(ptr, ptr + SPAN, other, other + SPAN, tags,
+                                                             mask.to(tl.int32))
     else:
-        value, late = _receive(ptr, mask, tag, SPAN, COMPUTE_DTYPE)
-    return value, late
+        word, word_other = _await_two_words(ptr, other, tags, mask.to(tl.int32))
+        low = word
+        low_other = word_other
+    return (tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0),
+            tl.where(mask, _value(word_other, low_other, COMPUTE_DTYPE), 0.0))
 
 
 @triton.jit
-def _take_two(ptr, other, mask, tag, COMPUTE_DTYPE: tl.constexpr):
-    """The float32 payloads of the tagged words at ptr and at other once both carry `tag`
-    (`_await_two_words`: one round trip for both); masked lanes read 0."""
-    word, word_other = _await_two_words(ptr, other, tl.zeros(ptr.shape, tl.int32) + tag, mask.to(tl.int32))
-    return (tl.where(mask, _value(word, word, COMPUTE_DTYPE), 0.0),
-            tl.where(mask, _value(word_other, word_other, COMPUTE_DTYPE), 0.0))
+def _take_four(a, b, c, d, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+    """The payloads of four quantities' tagged words once all carry `tag`: one round trip
+    (`_await_four_words`), two for float64 (its eight halves as two `_take_two`)."""
+    if COMPUTE_DTYPE == tl.float64:
+        value_a, value_b = _take_two(a, b, mask, tag, SPAN, COMPUTE_DTYPE)
+        value_c, value_d = _take_two(c, d, mask, tag, SPAN, COMPUTE_DTYPE)
+    else:
+        word_a, word_b, word_c, word_d = _await_four_words(a, b, c, d, tl.zeros(a.shape, tl.int32) + tag,
+                                                           mask.to(tl.int32))
+        value_a = tl.where(mask, _value(word_a, word_a, COMPUTE_DTYPE), 0.0)
+        value_b = tl.where(mask, _value(word_b, word_b, COMPUTE_DTYPE), 0.0)
+        value_c = tl.where(mask, _value(word_c, word_c, COMPUTE_DTYPE), 0.0)
+        value_d = tl.where(mask, _value(word_d, word_d, COMPUTE_DTYPE), 0.0)
+    return value_a, value_b, value_c, value_d
 
 
 @triton.jit
-def _poll(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
-          COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr, SPIN: tl.constexpr, SUM_GH: tl.constexpr = True):
-    """One read of a slot (with SPIN: once every word is this round's): the (SPLIT, BLOCK_M) tiles of
-    the four quantities (unused ones 0) and how many of their (part, row) entries are not yet this
-    round's (with SPIN 0, not counted). With SPIN, two quantities of 32 bits are awaited together
-    (`_take_two`): Σ(g·h) and Σg, LayerNorm's M2 and mean — one L2 round trip where the awaits one
-    after the other took two (run ZZZZZF: LayerNorm bf16 4096×16384's backward 130.5 → 117.5 µs)."""
-    PAIRS: tl.constexpr = SPIN and COMPUTE_DTYPE != tl.float64
+def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
+                COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr, SUM_GH: tl.constexpr):
+    """The (SPLIT, BLOCK_M) tiles of a slot's four quantities (unused ones 0) once every word read is
+    this round's. Everything a part reads is awaited in ONE wait, all its loads in flight: one L2 round
+    trip a row block (two for float64's recomputing LayerNorm backward), where waits one after another
+    took one each — run ZZZZZF: LayerNorm bf16 4096×16384's backward, Σ(g·h) and Σg together, 130.5 →
+    117.5 µs; run ZZZZZW: the recomputing backward's Σ(g·h) (and Σg) with the statistics, RMSNorm bf16
+    2048×131072 613.6 (ZZZZZV, two waits) → 528.3 µs."""
+    gh = slot
+    g = slot + 2 * SPAN
+    m1 = slot + 4 * SPAN  # LayerNorm's local mean
+    m2 = slot + 6 * SPAN  # LayerNorm's local M2, RMSNorm's Σh²
     sum_gh = tl.zeros(slot.shape, COMPUTE_DTYPE)
     sum_g = tl.zeros_like(sum_gh)
     s1 = tl.zeros_like(sum_gh)
     s2 = tl.zeros_like(sum_gh)
-    late = mask & False
-    if PAIRS and SUM_GH and SUM_G:
-        sum_gh, sum_g = _take_two(slot, slot + 2 * SPAN, mask, tag, COMPUTE_DTYPE)
-    else:
+    if SUM_GH and SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's recomputing backward
+        sum_gh, sum_g, s2, s1 = _take_four(gh, g, m2, m1, mask, tag, SPAN, COMPUTE_DTYPE)
+    elif SUM_GH and SUM_G and not RECOMPUTE_STATS:  # LayerNorm's backward
+        sum_gh, sum_g = _take_two(gh, g, mask, tag, SPAN, COMPUTE_DTYPE)
+    elif SUM_GH and not SUM_G and RECOMPUTE_STATS and IS_RMS_NORM:  # RMSNorm's recomputing backward
+        sum_gh, s2 = _take_two(gh, m2, mask, tag, SPAN, COMPUTE_DTYPE)
+    elif not SUM_GH and not SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's forward
+        s2, s1 = _take_two(m2, m1, mask, tag, SPAN, COMPUTE_DTYPE)
+    else:  # one quantity (RMSNorm's backward Σ(g·h), its forward Σh²); any other set, one wait each
         if SUM_GH:
-            sum_gh, late_gh = _take(slot, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
-            late = late | late_gh
+            sum_gh = _take_one(gh, mask, tag, SPAN, COMPUTE_DTYPE)
         if SUM_G:
-            sum_g, late_g = _take(slot + 2 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
-            late = late | late_g
-    if RECOMPUTE_STATS:
-        if PAIRS and not IS_RMS_NORM:
-            s2, s1 = _take_two(slot + 6 * SPAN, slot + 4 * SPAN, mask, tag, COMPUTE_DTYPE)
-        else:
-            s2, late_2 = _take(slot + 6 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
-            late = late | late_2
+            sum_g = _take_one(g, mask, tag, SPAN, COMPUTE_DTYPE)
+        if RECOMPUTE_STATS:
+            s2 = _take_one(m2, mask, tag, SPAN, COMPUTE_DTYPE)
             if not IS_RMS_NORM:
-                s1, late_1 = _take(slot + 4 * SPAN, mask, tag, SPAN, COMPUTE_DTYPE, SPIN)
-                late = late | late_1
-    count = 0
-    if not SPIN:
-        count = tl.sum(late.to(tl.int32))  # one reduction counts them all
-    return sum_gh, sum_g, s1, s2, count
+                s1 = _take_one(m1, mask, tag, SPAN, COMPUTE_DTYPE)
+    return sum_gh, sum_g, s1, s2
 
 
 @triton.jit
 def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
                    RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
-                   SPIN: tl.constexpr = False, SUM_GH: tl.constexpr = True):
+                   SUM_GH: tl.constexpr = True):
     """Whole-row (Σ(g·h), Σg, mean, var) of the group's `iteration`-th row block: read the slot
     until every partner's words carry this round's tag, then reduce the `parts` partial sums in one
     fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros).
-    The wait: a loop of whole-slot reads (`_poll`, a block-wide count of late words each time), or
-    with SPIN each lane spinning on its own words in PTX (`_spin_receive`: no loop in the IR, so
-    Triton's pipeliner can stage the caller's row loop; the same words, the same sums; two of them at
-    once, `_poll`). SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
+    The wait: each lane spins on its own words in PTX (`_await_word`, `_await_slot`: all of them in one wait) —
+    no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late words reduced
+    across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (the poll loop
+    that waited here until session 35: RELIABILITY "Session 34"). SUM_G / SUM_GH: as `publish_row_sums` sent
+    them (Σg / Σ(g·h) 0 without)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
     """
@@ -283,12 +292,8 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
     slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
-    sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
-                                        SPIN, SUM_GH)
-    if not SPIN:  # (a loop here keeps Triton's pipeliner off the caller's row loop)
-        while late > 0:
-            sum_gh, sum_g, s1, s2, late = _poll(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE,
-                                                SUM_G, SPIN, SUM_GH)
+    sum_gh, sum_g, s1, s2 = _await_slot(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
+                                        SUM_GH)
     sum_gh = tl.sum(sum_gh, axis=0)
     if SUM_G:
         sum_g = tl.sum(sum_g, axis=0)
