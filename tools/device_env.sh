@@ -165,6 +165,16 @@ heuristic_in() {
   TUNE_LIMIT=$limit tune_in "$dir" --heuristic-only "$@" | sed -E "s/ best .*//"
 }
 
+# prefetch_parts_arm DIR: the heuristic's time (tools/tune.py --heuristic-only) of the backward's prefetching
+# split parts — the recomputing backward (RMSNorm and LayerNorm bf16 4096×16384, 2048×131072) and fp32 rows
+# of 262144 (RMSNorm, the fused add) — in the build in DIR: the arm of an A/B of their wait (ZZZZZV, ZZZZZW).
+prefetch_parts_arm() {
+  heuristic_in "$1" 60 --kind bwd --recompute --family rms --dtype bf16 --shapes 4096x16384,2048x131072
+  heuristic_in "$1" 60 --kind bwd --recompute --family layer_norm --dtype bf16 --shapes 4096x16384,2048x131072
+  heuristic_in "$1" 60 --kind bwd --family rms --dtype fp32 --shapes 1024x262144
+  heuristic_in "$1" 60 --kind bwd --family fused_add --dtype fp32 --shapes 1024x262144
+}
+
 # poll_parts_arm DIR: the heuristic's time (tools/tune.py --heuristic-only) of the forward's split parts that
 # wait in a poll loop (stats.await_row_sums without SPIN; all but the fused forwards' 8-byte rows, which
 # tune.py's dtypes do not reach), in the build in DIR — RMSNorm

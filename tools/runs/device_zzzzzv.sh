@@ -30,7 +30,21 @@
 #    (RMSNorm, the fused add). Run ZZZZZC measured spinning there 5-19 % slower on session 24's kernel
 #    (before design changes 32-38). Prediction: +3 to +15 % (ZZZZZC repeated); if within ~0.5 %, the
 #    hazard's last places could go the same way (then with the poll loop's code gone).
-#  Outcome: (not yet run)
+#  Outcome (session 35, 2026-12-02; µs, 2 rounds, main → spin):
+#  - `spinab`: FASTER, not slower — RMSNorm bf16 2048×131072 288.7 / 286.6 → 281.0 / 281.6 (−2.1 %, 87-88 →
+#    90-91 % of copy), 1024×262144 285.8 / 282.6 → 280.1 / 280.9 (−1.3 %), fp32 4096×65536 572.7 / 570.8 →
+#    560.6 / 564.0 (−1.7 %), bf16 x with an fp32 y 4096×65536 424.6 / 424.7 → 421.1 / 424.4 (−0.4 %);
+#    LayerNorm bf16 2048×131072 319.3 / 319.3 → 319.9 / 321.6 (+0.45 %), fp32 4096×65536 602.1 / 604.5 →
+#    588.5 / 588.5 (−2.5 %). Inside the prediction's −1 to +5 % but for the gains beyond −1 %.
+#  - `spinchecks`: test_split_rows 275 passed (1 skipped), test_ops backward / split 60 passed, memcheck
+#    44 ok, 0 failed, 0 invalid accesses before its 150 s limit. Landed (session 35).
+#  - `spinbwd` (ZZZZZC repeated): recomputing RMSNorm bf16 4096×16384 126.8 / 126.1 → 134.4 / 136.7 (+7 %),
+#    2048×131072 474.7 / 471.5 → 613.6 / 618.6 (+30 %); LayerNorm 4096×16384 143.5 / 144.4 → 170.6 / 168.4
+#    (+18 %), 2048×131072 770.7 / 768.8 → 705.4 / 704.5 (−8 %); fp32 RMSNorm 1024×262144 909.6 / 912.2 →
+#    897.9 / 894.1 (−1.6 %), the fused add 1156.4 / 1155.4 → 1130.4 / 1147.9 (−1.4 %). The losses are the
+#    recomputing parts' only: with SPIN their quantities were awaited one wait after another (two L2 round
+#    trips a row block where the poll had one) — fixed in run ZZZZZW. Since session 35 both patches are in
+#    main, so this script's calls no longer apply: kept as the record.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 S=/tmp/ab/spin
@@ -41,13 +55,7 @@ spinab|spinchecks) [ -d $S ] || patched_copy $S docs/experiments/split-forward-s
 spinab) ab_rounds 2 poll_parts_arm "$PWD" $S | tee -a "$L/spinab.log" ;;
 spinchecks) split_checks $S 150 ;;
 spinbwd) [ -d $B ] || patched_copy $B docs/experiments/split-backward-spin.patch
-  bwd_arm() {
-    heuristic_in "$1" 60 --kind bwd --recompute --family rms --dtype bf16 --shapes 4096x16384,2048x131072
-    heuristic_in "$1" 60 --kind bwd --recompute --family layer_norm --dtype bf16 --shapes 4096x16384,2048x131072
-    heuristic_in "$1" 60 --kind bwd --family rms --dtype fp32 --shapes 1024x262144
-    heuristic_in "$1" 60 --kind bwd --family fused_add --dtype fp32 --shapes 1024x262144
-  }
-  ab_rounds 2 bwd_arm "$PWD" $B | tee -a "$L/spinbwd.log" ;;
+  ab_rounds 2 prefetch_parts_arm "$PWD" $B | tee -a "$L/spinbwd.log" ;;
 *) echo "unknown call $call"; exit 2 ;;
 esac
 done
