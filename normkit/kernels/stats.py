@@ -1,5 +1,6 @@
 """Row statistics: for rows walked in column tiles (`merge_tile_stats`, forward and backward) and
-for rows split across programs (`publish_row_sums` / `await_row_sums`, backward)."""
+for rows split across programs (`publish_row_sums` / `await_row_sums`, forward and backward: each part
+spins on its partners' tagged words)."""
 
 import triton
 import triton.language as tl
