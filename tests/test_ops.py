@@ -826,10 +826,13 @@ def test_backward_split_parts_stage_their_loads():
     memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128 registers, four an SM, 3 stages (RMSNorm's
     rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual, past 16384, and the fused
     LayerNorm's of 131072 alike — session 27, run ZZZZZG), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
-    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep); recomputing the
-    statistics (design change 39, run ZZZZZW), 2-byte rows alike but LayerNorm's at 16384 (1 × 4096 on 4, two
-    an SM) and 262144 (1 × 8192 on 8, one an SM) and the fused LayerNorm's (prefetching), 4-byte rows
-    prefetching; elsewhere — unaligned, or where the staged parts do not all fit one an SM — the
+    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep, but 1 × 4096 on 8 at
+    131072 without a residual, session 36); recomputing the
+    statistics (design change 39, run ZZZZZW; session 36, run ZZZZZX), 2-byte rows alike but LayerNorm's, with
+    or without a residual, at 16384 (1 × 4096 on 4, two an SM), 262144 (1 × 8192 on 8, one an SM) and the fused
+    LayerNorm's 1 × 4096 at 32768-131072, every 4-byte row in LayerNorm's 1 × 2048 four deep but LayerNorm's
+    from 131072 (1 × 4096 on 8, one an SM; prefetching without a residual at 262144: runs ZZZZZY-ZZZZZZ);
+    elsewhere — unaligned, or where the staged parts do not all fit one an SM — the
     prefetching parts."""
     def pick(n, size, residual, layer_norm, **kw):
         t = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
@@ -847,8 +850,8 @@ def test_backward_split_parts_stage_their_loads():
             expected = (1, 2048, 4, 4, 128, 3) if whole == 16384 else (1, 4096, 4, 2, 0, 3)
         elif size == 2 and layer_norm:  # the fused LayerNorm: four deep at 32768 / 65536, 1 × 4096 at 131072
             expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 else (1, 2048, 4, 4, 128, 4 if whole in (32768, 65536) else 3)
-        elif size == 4 and layer_norm:
-            expected = (1, 2048, 4, 3, 0, 4)  # four deep
+        elif size == 4 and layer_norm:  # four deep; LayerNorm's 131072 in 1 × 4096 on 8 (run ZZZZZZ)
+            expected = (1, 4096, 8, 1, 0, 4) if whole == 131072 and not residual else (1, 2048, 4, 3, 0, 4)
         elif size == 2 and not layer_norm:
             expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 and not residual else (1, 2048, 4, 4, 128, 3)
         elif size == 4 and not layer_norm:
@@ -859,10 +862,13 @@ def test_backward_split_parts_stage_their_loads():
         assert pick(n, size, residual, layer_norm) == (expected + (False,) if expected else prefetching), (
             n, residual, layer_norm, size)
         recomputing = None
-        if size == 2 and layer_norm and not residual:
-            recomputing = {16384: (1, 4096, 4, 2, 0, 3), 262144: (1, 8192, 8, 1, 0, 3)}.get(whole, expected)
+        if size == 2 and layer_norm:
+            recomputing = {16384: (1, 4096, 4, 2, 0, 3), 262144: (1, 8192, 8, 1, 0, 3)}.get(whole, (1, 4096, 4, 2, 0, 3))
         elif size == 2 and not layer_norm:
             recomputing = expected
+        elif size == 4 and not (layer_norm and not residual and whole == 262144):
+            wide = layer_norm and whole >= 131072  # LayerNorm's: 1 × 4096 on 8 warps, one an SM
+            recomputing = (1, 4096, 8, 1, 0, 3) if wide else (1, 2048, 4, 3, 0, 4)
         if recomputing and cfg.cdiv(n, recomputing[1]) > 132:
             recomputing = None
         recomputed_seen += recomputing is not None
@@ -871,7 +877,9 @@ def test_backward_split_parts_stage_their_loads():
     # RMSNorm and the fused add bf16, LayerNorm bf16, the fused LayerNorm bf16, RMSNorm and the fused add fp32
     # (not 262144), LayerNorm and the fused LayerNorm fp32
     assert staged_seen == 14 + 7 + 7 + 12 + 14
-    assert recomputed_seen == 14 + 7  # RMSNorm and the fused add bf16, LayerNorm bf16
+    # RMSNorm and the fused add bf16, LayerNorm and the fused LayerNorm bf16, all four families fp32 (not
+    # LayerNorm's 262144)
+    assert recomputed_seen == 14 + 7 + 7 + 27
 
 
 def test_forward_rows_of_32768_by_bytes():

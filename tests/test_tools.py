@@ -141,8 +141,8 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
 
     all_candidates = _tool("tune").split_candidates(32768)
     picked = {cfg.tile_config(32768, True, False, multiprocessors=132, layer_norm=ln, element_size=size,
-                              recompute=recompute)
-              for ln in (False, True) for size in (2, 4) for recompute in (False, True)}
+                              recompute=recompute, vector_aligned=aligned)
+              for ln in (False, True) for size in (2, 4) for recompute in (False, True) for aligned in (False, True)}
     assert picked <= {dataclasses.replace(c, prefetch=not c.async_stages) for c in all_candidates}, picked
     assert any(c.async_stages for c in picked) and any(c.prefetch for c in picked)
     # the staged parts (design change 30): 4 or 8 warps, 3 or 4 stages, four an SM on 4 warps capped at 128

@@ -199,23 +199,47 @@ _STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEE
 # fused add in _STAGED: 132.8 / 164.1, 513.6 / 678.9 (4096×65536), 525.9 / 695.4 (2048×131072); LayerNorm
 # in _STAGED_LAYER_NORM at 32768-131072 (245.1 / 367.7, 502.0 / 667.5, 519.3 / 671.3), but its 1 × 4096 at
 # 16384 (127.5 against 141.6; _STAGED's 1 × 2048 152.0) and 1 × 8192 on 8 warps at 262144 (554.9; 1 × 4096
-# 599.0, prefetching 740.8). Not measured, so still prefetching: 4-byte parts, the fused LayerNorm's.
+# 599.0, prefetching 740.8).
+# Session 36, run ZZZZZX `fusedlnrec` / `fp32rec` (the same sweeps): the fused LayerNorm's bf16 parts as
+# LayerNorm's — 1 × 4096 on 4, two an SM, 145.9 against the prefetching heuristic's 179.4 (4096×16384), 569.0 /
+# 845.3 (4096×65536), 580.9 / 822.5 (2048×131072), 1 × 8192 on 8 613.0 / 868.6 (1024×262144; 1 × 4096 661.2,
+# _STAGED 628.9-758.7); every 4-byte recomputing part in _STAGED_4_BYTE_LAYER_NORM (1 × 2048 on 4, three an SM,
+# four deep) — RMSNorm fp32 202.3 / 214.7, 758.9 / 855.4, 765.7 / 908.5 at 4096×16384, 4096×65536,
+# 2048×131072; the fused add 255.7 / 285.6, 1009.6 / 1120.8, 986.8 / 1138.4 (1 × 1024, four an SM: 253.6,
+# 1008.9, 1010.1); LayerNorm 224.0 / 226.5, 916.8 / 917.9, 1070.4 / 1141.0 (1 × 1024 and 1 × 2048 on 8 lost
+# everywhere, to 16 %). Run ZZZZZY `heur` (the heuristic against the prefetching parts forced, one process):
+# 4096×32768 384.3 / 433.5 (RMSNorm), 505.2 / 553.1 (the fused add), 458.9 / 463.9 (LayerNorm); 1024×262144
+# 776.6 / 929.6, 970.0 / 1155.3, but LayerNorm's 1140.0 against 1022.1 for 1 × 2048 three an SM reloading:
+# kept prefetching; the fused LayerNorm fp32 (unswept) 275.1 / 312.0, 551.6 / 631.1, 1083.5 / 1251.5,
+# 1197.8 / 1444.7, 1410.0 / 1473.2. Run ZZZZZZ `lnfp32` / `lnfp32b` (LayerNorm's fp32 tiles, one process
+# each, µs): 1 × 4096 on 8 warps, one an SM, 3 stages at 2048×131072 951.0 / 949.0 against 1078.0 / 1070.8
+# (1 × 2048 on 8, 1 × 1024, 2 × 1024 1120-1918), the fused LayerNorm's 1127.4 / 1193.7 and 1371.3 / 1370.8
+# against 1429.2 / 1425.9 at 1024×262144 (LayerNorm's there: 1273.7-1300.3 against the prefetching 1004.6-1011.6);
+# 4096×16384-65536 kept 1 × 2048 (bf16 LayerNorm: the heuristic won against 12 other staged tiles).
+_STAGED_4096_ON_8 = (1, 4096, 8, 1, 0, False, 3)
+# With saved statistics, LayerNorm fp32 2048×131072 (run ZZZZZZ `lnfp32b` / `savedln`, three processes): 1 × 4096
+# on 8 four deep 865.7, 865.1 / 863.6 / 864.6 against 1 × 2048's 916.7, 903.0 / 901.0 / 902.2 (3 stages:
+# 962.9-993.2); not 1024×262144 (1031.3 against 785.4) nor the fused LayerNorm's (1042.2 against 1047.9).
+_STAGED_4_BYTE_LAYER_NORM_WIDE = _STAGED_4096_ON_8[:-1] + (4,)
+_STAGED_4_BYTE_LAYER_NORM_RECOMPUTE = {(False, 131072): _STAGED_4096_ON_8, (False, 262144): None,
+                                       (True, 131072): _STAGED_4096_ON_8, (True, 262144): _STAGED_4096_ON_8}
 _STAGED_LAYER_NORM_RECOMPUTE = {**_STAGED_LAYER_NORM, 16384: _STAGED_4096_PARTS, 262144: (1, 8192, 8, 1, 0, False, 3)}
 
 
 def _staged_split(whole: int, residual: bool, layer_norm: bool, element_size: int,
                   recompute: bool = False) -> Optional[tuple]:
     """The staged split parts (design change 30) for rows of `whole`, or None where the
-    prefetching parts stay (8-byte elements; recomputing the statistics, all but 2-byte rows
-    without the fused LayerNorm's residual)."""
-    if recompute:
-        if element_size != 2 or (layer_norm and residual):
-            return None
-        if layer_norm:
-            return _STAGED_LAYER_NORM_RECOMPUTE.get(whole)
+    prefetching parts stay (8-byte elements). recompute: the statistics are recomputed (their
+    own tables: LayerNorm's 2-byte rows, with or without a residual, and its 4-byte rows)."""
+    if recompute and element_size == 4:
+        if layer_norm:  # keyed (residual, whole); None: the prefetching parts
+            return _STAGED_4_BYTE_LAYER_NORM_RECOMPUTE.get((residual, whole), _STAGED_4_BYTE_LAYER_NORM)
+        return _STAGED_4_BYTE_LAYER_NORM
+    if recompute and layer_norm and element_size == 2:
+        return _STAGED_LAYER_NORM_RECOMPUTE.get(whole)
     if layer_norm:
         if element_size == 4:
-            return _STAGED_4_BYTE_LAYER_NORM
+            return _STAGED_4_BYTE_LAYER_NORM_WIDE if whole == 131072 and not residual else _STAGED_4_BYTE_LAYER_NORM
         if element_size != 2:
             return None
         return _STAGED_LAYER_NORM_RESIDUAL.get(whole, _STAGED) if residual else _STAGED_LAYER_NORM.get(whole)
