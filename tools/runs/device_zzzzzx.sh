@@ -15,7 +15,18 @@
 #    candidates (1 × 2048 on 4 capped four an SM three and four deep, 1 × 4096 on 4 two an SM, 1 × 8192 on 8)
 #    at 4096×16384, 4096×65536, 2048×131072, 1024×262144. Prediction: staged 10-30 % faster.
 #  Land a table entry where a candidate wins by > 3 % (then `heur`-style timing of the new heuristic).
-#  Outcome: (not yet run)
+#  Outcome (session 36, 2026-12-02; µs, H200):
+#  - `heur`: as predicted — RMSNorm bf16 112.8 / 217.6 / 436.3 / 447.8 / 465.9 (4096×16384 … 1024×262144,
+#    83-89 % of copy), LayerNorm 126.6 / 244.2 / 498.7 / 518.8 / 551.6 (69-77 %), the fused add 133.8 / 258.9 /
+#    515.9 / 524.8 / 537.7 (94-98 %); test_split_rows -k recompute 42 passed.
+#  - `fp32rec` (heuristic's prefetching parts / best staged): 1 × 2048 on 4, three an SM, four deep won —
+#    RMSNorm 214.7 / 202.3, 855.4 / 758.9, 908.5 / 765.7; the fused add 285.6 / 255.7, 1120.8 / 1009.6,
+#    1138.4 / 986.8 (1 × 1024 four an SM: 253.6, 1008.9, 1010.1); LayerNorm 226.5 / 224.0, 917.9 / 916.8,
+#    1141.0 / 1070.4. Inside the prediction (5-20 %) for RMSNorm and the fused add; LayerNorm 0-6 %.
+#  - `fusedlnrec`: the fused LayerNorm bf16's prefetching 2 × 2048 179.4 / 845.3 / 822.5 / 868.6 against 1 × 4096
+#    on 4, two an SM 145.9 / 569.0 / 580.9 (1 × 8192 on 8 at 1024×262144: 613.0): 19-33 %, above the prediction.
+#  Landed: the recomputing backward's 4-byte parts and the fused LayerNorm's bf16 parts staged (config/backward.py);
+#  their widths not swept here timed in run ZZZZZY.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 for call in "${@:?heur|fp32rec|fusedlnrec ...}"; do
