@@ -12,7 +12,10 @@
 #  1174 → 1045 (−11 %; FSEL 70 → 0, ISETP 35 → <23), RMSNorm bf16 131072 791 → 754 (registers 127 → 104),
 #  the fused add bf16 131072 (1 × 2048 staged) 420 → 385 (registers 72 → 76: 7 → 6 an SM fit, the tile asks
 #  fewer), LayerNorm fp32 65536 672 → 557, RMSNorm fp32 65536 310 → 279; backward recomputing LayerNorm bf16
-#  (1 × 4096 on 4 staged) 1022 → 1002 but 254 → 255 registers and 0 → 32 B spilled.
+#  (1 × 4096 on 4 staged) 1022 → 1002 but 254 → 255 registers and 0 → 32 B spilled. The patches add
+#  test_split_rows cases with N a multiple of the part and a half-empty last row block (33 × 4096 in 2 × 1024,
+#  forward reload / staged, backward staged / prefetching); the patched tree passes tests/test_gpu_compile.py
+#  on the CPU (13 passed; sm_90 builds of every heuristic split family).
 #  - `ab` (~5 min, 2 rounds, main → forward patch → both patches): the forward's split shapes (RMSNorm bf16
 #    2048×131072 / 1024×262144, fp32 4096×65536, bf16 x with an fp32 y 4096×65536; LayerNorm bf16 2048×131072,
 #    fp32 4096×65536; the fused add and the fused LayerNorm bf16 2048×131072) on main and the forward build;
