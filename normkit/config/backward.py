@@ -213,8 +213,8 @@ _STAGED_LAYER_NORM_RESIDUAL = {32768: _STAGED_FOUR_DEEP, 65536: _STAGED_FOUR_DEE
 # kept prefetching; the fused LayerNorm fp32 (unswept) 275.1 / 312.0, 551.6 / 631.1, 1083.5 / 1251.5,
 # 1197.8 / 1444.7, 1410.0 / 1473.2. Run ZZZZZZ `lnfp32` / `lnfp32b` (LayerNorm's fp32 tiles, one process
 # each, µs): 1 × 4096 on 8 warps, one an SM, 3 stages at 2048×131072 951.0 / 949.0 against 1078.0 / 1070.8
-# (1 × 2048 on 8, 1 × 1024, 2 × 1024 1120-1918), the fused LayerNorm's 1127.4 / 1193.7 and 1371.3 / 1370.8
-# against 1429.2 / 1425.9 at 1024×262144 (LayerNorm's there: 1273.7-1300.3 against the prefetching 1004.6-1011.6);
+# (1 × 2048 on 8, 1 × 1024, 2 × 1024 1120-1918), the fused LayerNorm's 1127.4 against 1193.7 there and 1371.3 /
+# 1370.8 against 1429.2 / 1425.9 at 1024×262144 (LayerNorm's there: 1273.7-1300.3 against the prefetching 1004.6-1011.6);
 # 4096×16384-65536 kept 1 × 2048 (bf16 LayerNorm: the heuristic won against 12 other staged tiles).
 _STAGED_4096_ON_8 = (1, 4096, 8, 1, 0, False, 3)
 # With saved statistics, LayerNorm fp32 2048×131072 (run ZZZZZZ `lnfp32b` / `savedln`, three processes): 1 × 4096
