@@ -59,28 +59,34 @@ def _value(word, low, COMPUTE_DTYPE: tl.constexpr):
     return (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
 
 
+def _spin_ptx(words: int) -> str:
+    """The PTX of the spin wait (`_await_word`, `_await_two_words`, `_await_four_words`) for `words`
+    words a lane, every load in flight each round: outputs $0 … $(words − 1), their addresses next,
+    then the tag and the enabled flag."""
+    tag, enabled = 2 * words, 2 * words + 1
+    lines = [".reg .pred p;", ".reg .b32 lo, hi;", *(f"mov.b64 ${i}, 0;" for i in range(words)),
+             f"setp.eq.s32 p, ${enabled}, 0;", "@p bra DONE;", "SPIN:",
+             *(f"ld.relaxed.gpu.global.b64 ${i}, [${words + i}];" for i in range(words))]
+    for i in range(words):
+        lines += [f"mov.b64 {{lo, hi}}, ${i};",
+                  f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
+    lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
+    return "{" + "".join("\n        " + line for line in lines + ["}"])
+
+
+_SPIN_ONE = tl.constexpr(_spin_ptx(1))
+_SPIN_TWO = tl.constexpr(_spin_ptx(2))
+_SPIN_FOUR = tl.constexpr(_spin_ptx(4))
+
+
 @triton.jit
 def _await_word(ptr, tag, enabled):
     """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0), each lane
     spinning on relaxed loads in PTX on its own: the kernel's IR has no loop and no block-wide
     count of late words (labels in a PTX block are local to it, so each copy has its own). 64 ns
     of nanosleep (sm_70+) between reads: run ZZZZZC `sleep`, 0-200 ns alike, 600 ns up to 6 % slower."""
-    return tl.inline_asm_elementwise(
-        """{
-        .reg .pred p;
-        .reg .b32 lo, hi;
-        mov.b64 $0, 0;
-        setp.eq.s32 p, $3, 0;
-        @p bra DONE;
-        SPIN:
-        ld.relaxed.gpu.global.b64 $0, [$1];
-        mov.b64 {lo, hi}, $0;
-        setp.eq.s32 p, hi, $2;
-        @p bra DONE;
-        nanosleep.u32 64;
-        bra SPIN;
-        DONE:
-        }""", "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64, is_pure=False, pack=1)
+    return tl.inline_asm_elementwise(_SPIN_ONE, "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64, is_pure=False,
+                                     pack=1)
 
 
 @triton.jit
@@ -100,22 +106,6 @@ def load_row_stat(ptr, mask):
         }""", "=f,l,r", [ptr, mask.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
 
 
-def _spin_ptx(words: int) -> str:
-    """The PTX of `_await_word`'s spin for `words` words a lane, every load in flight each round:
-    outputs $0 … $(words − 1), their addresses next, then the tag and the enabled flag."""
-    tag, enabled = 2 * words, 2 * words + 1
-    lines = [".reg .pred p;", ".reg .b32 lo, hi;", *(f"mov.b64 ${i}, 0;" for i in range(words)),
-             f"setp.eq.s32 p, ${enabled}, 0;", "@p bra DONE;", "SPIN:",
-             *(f"ld.relaxed.gpu.global.b64 ${i}, [${words + i}];" for i in range(words))]
-    for i in range(words):
-        lines += [f"mov.b64 {{lo, hi}}, ${i};",
-                  f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
-    lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
-    return "{" + "".join("\n        " + line for line in lines + ["}"])
-
-
-_SPIN_TWO = tl.constexpr(_spin_ptx(2))
-_SPIN_FOUR = tl.constexpr(_spin_ptx(4))
 
 
 @triton.jit
