@@ -60,11 +60,12 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM);
     the backward's split parts hold 4-16 KB of a row: vector-aligned rows but 8-byte ones (recomputing the
-    statistics: 2-byte rows, not the fused LayerNorm's), 4-16 KB parts staging their loads in shared memory
-    (_STAGED, _staged_split, _STAGED_LAYER_NORM_RECOMPUTE); otherwise prefetching parts (_PAIRED_SPLIT:
-    2-byte rows on two programs an SM, _PAIRED_SPLIT_4_BYTE: 4-byte rows on three, re-reading the previous
-    row block after the exchange instead of holding it (reload), or _PAIRED_SPLIT_4_BYTE_HELD on two,
-    holding it, up to _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT, _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
+    statistics too, but LayerNorm's fp32 rows of 262144), 4-16 KB parts staging their loads in shared memory
+    (_STAGED, _staged_split, _STAGED_LAYER_NORM_RECOMPUTE, _STAGED_4_BYTE_LAYER_NORM_RECOMPUTE); otherwise
+    prefetching parts (_PAIRED_SPLIT: 2-byte rows on two programs an SM, _PAIRED_SPLIT_4_BYTE: 4-byte rows
+    on three, re-reading the previous row block after the exchange instead of holding it (reload), or
+    _PAIRED_SPLIT_4_BYTE_HELD on two, holding it, up to _PAIRED_SPLIT_4_BYTE_HELD_MAX; _NARROW_SPLIT,
+    _SPLIT_PART, _SPLIT_WIDE_ELEMENTS).
     out_element_size: bytes per element of the forward's y (0: as x's). RMSNorm's whole rows of
     65536 and its register cap want a 2-byte y (a 4-byte one spills them:
     _FWD_WHOLE_RELOAD_RMS_2_BYTE, _FWD_RELOAD_CAP); its split parts are sized by y's bytes where y is
@@ -76,9 +77,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte
     loads as written (ptxas, LayerNorm 2 × 2048 with N and strides not multiples of 16: 80 scalar
     loads, no cp.async of x or dy) — so rows that are not keep the prefetching tile.
-    recompute: the backward recomputes the statistics (no saved mean / rstd); its 2-byte split parts
-    stage (but the fused LayerNorm's) with tiles of their own for LayerNorm, its 4-byte ones prefetch
-    (_staged_split: not measured staged since their wait took one round trip, session 35).
+    recompute: the backward recomputes the statistics (no saved mean / rstd); its split parts stage,
+    with tiles of their own for LayerNorm's (_staged_split; runs ZZZZZW-ZZZZZZ, sessions 35-36).
     """
     whole = next_power_of_2(n)
     if interpret:
