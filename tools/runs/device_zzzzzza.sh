@@ -26,7 +26,14 @@
 #  - `checks` (~6 min): split_checks on the both-patch build (test_split_rows, test_ops backward / split,
 #    memcheck of the split rows, check mode). Prediction: all pass.
 #  Land whichever patch wins by > 1 % with checks passing (then BENCHMARKS, a design change).
-#  Outcome: (not yet run)
+#  Outcome (session 37, `ab` only, 249 s; `checks` not run — nothing landed): neither patch won. The forward
+#  patch, main → patch, µs: RMSNorm bf16 2048×131072 282.3 / 279.2 → 295.2 / 290.0, 1024×262144 280.0 /
+#  279.8 → 293.9 / 291.4 (+4-5 %), fp32 4096×65536 560.6 / 566.9 → 573.0 / 566.5, bf16 x with an fp32 y
+#  422.9 / 421.3 → 424.4 / 428.3; LayerNorm bf16 2048×131072 318.0 / 319.5 → 319.6 / 319.4 (unmoved: the
+#  prediction's −2 to −8 % missed), fp32 584.5 / 594.2 → 593.6 / 593.1; the fused add 537.0 / 538.8 → 547.0 /
+#  545.7, the fused LayerNorm 554.7 / 553.2 → 543.2 / 541.7 (−2 %). Both patches, the recomputing LayerNorm
+#  backward: 126.8 / 128.2 → 137.6 / 141.0, 516.9 / 519.9 → 623.4 / 622.0, 550.2 / 553.6 → 707.6 / 708.0
+#  (+9 to +28 %; the 32 B spill). The split forward is not issue-bound: run ZZZZZZB looked at its bytes.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 F=/tmp/ab/fwd-even-cols B=/tmp/ab/both-full-cols
