@@ -246,7 +246,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        EVEN_ROWS=even and not config.split,
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
                        RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
-                       CENTERED_PASS=config.centered_pass,
+                       CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight,
                        BF16_PAIRS=cfg.takes_pairs(config, backward=False) and not interpret(),
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
@@ -323,7 +323,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        vector_aligned=not cfg.may_stage(n, x.element_size())
                                        or _vector_aligned(n, x, dy, dx, dresidual_out))
     config = cfg.fit_block_m(picked, m // heads)
-    forward_only = [f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f)
+    forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too
     if forward_only:  # else a forced config would run (and be timed) as the tile without them
         raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only (reload: and the "

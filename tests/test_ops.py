@@ -420,13 +420,14 @@ def test_backward_register_cap_reaches_the_launch(device, monkeypatch):
 
 
 def test_backward_refuses_the_forward_s_tile_flags(device):
-    """reload, column_stages and centered_pass shape the forward's tiles; a backward config asking for
-    them is refused by name rather than launched (and timed by tools/tune.py) as the tile without."""
+    """reload, column_stages, centered_pass and hold_weight shape the forward's tiles; a backward config
+    asking for them is refused by name rather than launched (and timed by tools/tune.py) as the tile without."""
     x = torch.randn(4, 300, device=device)
     for config in (cfg.TileConfig(4, 512, True, 4, reload=True),
                    cfg.TileConfig(1, 256, False, 4, column_stages=3),
-                   cfg.TileConfig(1, 256, False, 4, centered_pass=True)):
-        flag = next(f for f in ("reload", "column_stages", "centered_pass") if getattr(config, f))
+                   cfg.TileConfig(1, 256, False, 4, centered_pass=True),
+                   cfg.TileConfig(1, 256, True, 4, split=True, hold_weight=True)):
+        flag = next(f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f))
         with pytest.raises(ValueError, match=rf"config\.{flag} shape the forward only"):
             ops.launch_bwd(x, x.clone(), torch.empty_like(x), eps=1e-6, config=config)
 
@@ -701,9 +702,9 @@ def test_layer_norm_forward_split_follows_x_and_y():
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=8, split=True, async_stages=3)
         elif residual and heads == 1 and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts re-reading it
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
-        elif split:
+        elif split:  # 4-byte x holds its part's weight and bias (runs ZZZZZZB-ZZZZZZC)
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128,
-                                      reload=True)
+                                      reload=True, hold_weight=size == 4)
         elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536, several heads: three reads (run ZZZ)
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         else:
@@ -745,7 +746,7 @@ def test_wide_rows_take_their_family_s_tiles():
               and (size, cfg.next_power_of_2(n)) in ((2, 65536), (2, 131072), (2, 262144), (4, 65536), (4, 131072),
                                                      (4, 262144))):
             expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128,
-                                      reload=True)
+                                      reload=True, hold_weight=size == 4)  # (runs ZZZZZZB-ZZZZZZC)
         elif layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         elif residual and size <= 4 and heads == 1 and sms and cfg.cdiv(n, 4096 // size) <= sms:  # staged 4 KB parts
@@ -940,6 +941,8 @@ def test_layer_norm_centered_pass_matches_float64(device, offset):
 def test_reload_and_register_cap_are_checked():
     with pytest.raises(ValueError, match="reload re-reads a whole row held in one tile: it needs one_tile=True"):
         cfg.TileConfig(1, 1024, False, reload=True)
+    with pytest.raises(ValueError, match="hold_weight holds a split part's columns of the weight: it needs split=True"):
+        cfg.TileConfig(1, 1024, True, hold_weight=True)
     with pytest.raises(ValueError, match="max_registers is 0 .no cap. or ptxas' register cap, got -1"):
         cfg.TileConfig(1, 1024, True, max_registers=-1)
 

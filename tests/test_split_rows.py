@@ -127,11 +127,16 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     (7, 1000, _split(128, reload=True)),
     (300, 4097, _split(1024, block_m=2, reload=True)),
     (300, 4096, _split(512, async_stages=3, reload=True)),
+    # the part's weight and bias loaded once and held across its row blocks (hold_weight, run ZZZZZZB):
+    # a partial last part, two rows a block, staged loads
+    (7, 1000, _split(128, reload=True, hold_weight=True)),
+    (300, 4097, _split(1024, block_m=2, reload=True, hold_weight=True)),
+    (300, 4096, _split(512, async_stages=3, hold_weight=True)),
 ])
 def test_split_forward_matches_float64(family, dtype, m, n, config):
     """The forward's split rows (forward._split_rows): y, residual_out, mean and rstd against
     float64, outputs pre-filled with NaN (every element written); block t − 1's h held in registers
-    across the exchange, or (reload) read again."""
+    across the exchange, or (reload) read again; the weight and bias read every row block or held."""
     from normkit import reference
 
     rms = family in ("rms", "fused_add")

@@ -131,6 +131,8 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
     assert tile("1x8192w8pS") == cfg.TileConfig(1, 8192, True, 8, prefetch=True, split=True)
     assert tile("1x4096w4pSr") == cfg.TileConfig(1, 4096, True, 4, prefetch=True, split=True, reload=True)
     assert parse("1x8192:16:col:two:r32") == cfg.TileConfig(1, 8192, False, 16, centered_pass=True, max_registers=32)
+    assert parse("1x4096:4:split:reload:hold") == cfg.TileConfig(1, 4096, True, 4, split=True, reload=True,
+                                                                hold_weight=True)
 
 
 def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():

@@ -116,7 +116,7 @@ tune_sweep() {
 }
 short_tiles() {
   sed -E 's/TileConfig\(block_m=([0-9]+), block_n=([0-9]+), one_tile=/\1x\2 one=/; s/, num_stages=[0-9]+//;
-          s/, (split|prefetch|joined_sums|async_stages|reload|column_stages|centered_pass|max_registers)=(False|0)//g;
+          s/, (split|prefetch|joined_sums|async_stages|reload|column_stages|centered_pass|max_registers|hold_weight)=(False|0)//g;
           s/num_warps=/w/; s/programs_per_sm=/p/; s/max_registers=/r/; s/column_stages=/cs/;
           s/centered_pass=True/two/; s/, / /g; s/\)$//'
 }

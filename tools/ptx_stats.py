@@ -50,7 +50,7 @@ def constexprs(kind, family, config, dtype):
                  EVEN_ROWS=not rms and config.one_tile and not config.split,
                  STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
                  RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
-                 CENTERED_PASS=config.centered_pass)
+                 CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight)
         if rms:
             c.update(B=None, MEAN=None)
         if not residual:

@@ -58,18 +58,20 @@ def parse_config(spec):
     for y, or split parts (either direction) re-reading the previous row block after the exchange —
     the forward's split parts hold it without (its heuristic's re-read); ":rK": max_registers K;
     ":split", ":pf" prefetch, ":two" centered_pass, ":pK" programs an SM, ":sK" column_stages, ":aK"
-    async_stages — the row loop's loads staged K deep, whole rows or split parts)."""
+    async_stages — the row loop's loads staged K deep, whole rows or split parts; ":hold" hold_weight —
+    the forward's split parts hold their weight and bias)."""
     try:
         tile, warps, *flags = spec.split(":")
         block_m, block_n = map(int, tile.split("x"))
         warps = int(warps)
     except ValueError:
         raise ValueError(f"--config expects BLOCK_MxBLOCK_N:WARPS[:flag...], e.g. 1x8192:16:col, got {spec!r}") from None
-    unknown = [f for f in flags if f not in ("col", "reload", "split", "pf", "two")
+    unknown = [f for f in flags if f not in ("col", "reload", "split", "pf", "two", "hold")
                and not (f[:1] in "rpsa" and f[1:].isdigit())]
     if unknown:
-        raise ValueError(f"--config flags are col, reload, split, pf (prefetch), two (centered pass), rK (a register "
-                         f"cap), pK (programs an SM), sK (column stages) and aK (async stages), got {unknown} in {spec!r}")
+        raise ValueError(f"--config flags are col, reload, split, pf (prefetch), two (centered pass), hold (hold_weight), "
+                         f"rK (a register cap), pK (programs an SM), sK (column stages) and aK (async stages), got "
+                         f"{unknown} in {spec!r}")
     cap = next((int(f[1:]) for f in flags if f.startswith("r") and f[1:].isdigit()), 0)
     per_sm = next((int(f[1:]) for f in flags if f.startswith("p") and f[1:].isdigit()), 1)
     stages = next((int(f[1:]) for f in flags if f.startswith("s") and f[1:].isdigit()), 0)
@@ -77,7 +79,7 @@ def parse_config(spec):
     return cfg.TileConfig(block_m, block_n, "col" not in flags, warps, reload="reload" in flags,
                           max_registers=cap, split="split" in flags, programs_per_sm=per_sm, column_stages=stages,
                           async_stages=async_stages,
-                          prefetch="pf" in flags, centered_pass="two" in flags)
+                          prefetch="pf" in flags, centered_pass="two" in flags, hold_weight="hold" in flags)
 
 
 def split_candidates(n):

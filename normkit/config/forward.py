@@ -117,6 +117,20 @@ _FWD_SPLIT_LAYER_NORM = {
     (4, 4): _FWD_SPLIT_LAYER_NORM_4_BYTE,
     (4, 2): _FWD_SPLIT_LAYER_NORM_4_BYTE,
 }
+# The split forward is bound by its traffic through L2 (run ZZZZZZB, Nsight Compute, LayerNorm bf16
+# 2048×131072: L1's reads from L2 2.4× x's bytes — a part re-reads x and its columns of the weight and bias
+# every row block): without weight and bias it ran 279 µs against 318 (fp32 4096×65536 542 against 592). Where a part's weight and bias fit in registers beside its row block they are loaded once
+# and held (HOLD_WEIGHT): LayerNorm's 4-byte parts (1 × 4096 on 4, 32 columns a thread; ptxas, sm_90: 128
+# registers under the cap, 0 B spilled with a 4-byte y, 12 B with a 2-byte one). Run ZZZZZZC's A/B (2 rounds,
+# µs): fp32 4096×65536 589.9 / 588.8 → 543.6 / 546.2, 2048×131072 587.9 / 585.8 → 547.6 / 540.6, 1024×262144
+# 641.4 / 641.9 → 558.5 / 555.6 (the control, bf16 2048×131072, ±1 %); fp32 x with a bf16 y 4096×65536
+# 455.4 / 454.6 → 435.6 / 437.2 (as the heuristic, run ZZZZZZC `y16`: 437.6; 2048×131072 466.0 / 464.1 → 431.1 /
+# 431.8, 1024×262144 509.9 / 512.9 → 435.5 / 435.1). Not the 2-byte parts (run ZZZZZZB: 1 × 8192 held spills
+# 404 B, 524.6 against 316.4-321.6; held in 1 × 4096 parts 352.5), nor RMSNorm (bf16 2048×131072 at 168
+# registers, three an SM: 284.8 / 283.5 → 280.1 / 280.1; fp32 4096×65536 at 78, three an SM: 563.5 / 567.8 →
+# 594.4 / 598.8) — nor L1 (the weight's loads L1::evict_last: ±1 %; x past L1, .cg without L2 hints: +10-17 %).
+# {x's element size} of LayerNorm's split parts that hold their weight and bias
+_FWD_SPLIT_HOLD_WEIGHT = {4}
 # LayerNorm's bf16 rows of 32768 and 65536 (since run ZZZZZK its rows of 65536 of one head split:
 # _FWD_SPLIT_LAYER_NORM; several heads keep these tiles): column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
@@ -213,7 +227,7 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
-                          reload=True)
+                          reload=True, hold_weight=layer_norm and element_size in _FWD_SPLIT_HOLD_WEIGHT)
     if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)

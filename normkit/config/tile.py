@@ -31,6 +31,8 @@ class TileConfig:
     # memory (cp.async; COLUMN_STAGES), 0 leaves them in registers
     centered_pass: bool = False  # forward, column tiles, LayerNorm: per-lane Σh, then a second statistics
     # pass of per-lane Σ(h − mean)² (CENTERED_PASS), not Chan's merge of every tile
+    hold_weight: bool = False  # forward, split parts: the part's weight and bias loaded once and held in
+    # registers across its row blocks (HOLD_WEIGHT), not read again (from L2) every row block
 
     def __post_init__(self):
         for name in ("block_m", "block_n"):
@@ -52,6 +54,8 @@ class TileConfig:
             raise ValueError(f"column_stages is 0 or a depth of 2 or more, for column tiles (one_tile=False), got {self}")
         if self.centered_pass and self.one_tile:
             raise ValueError(f"centered_pass is a second pass over column tiles: it needs one_tile=False, got {self}")
+        if self.hold_weight and not self.split:
+            raise ValueError(f"hold_weight holds a split part's columns of the weight: it needs split=True, got {self}")
         if self.max_registers < 0:
             raise ValueError(f"max_registers is 0 (no cap) or ptxas' register cap, got {self.max_registers}")
         if self.async_stages and not (self.one_tile and not self.prefetch):

@@ -75,18 +75,19 @@ def _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, st
 @triton.jit
 def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
             HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr,
-            BF16_PAIRS: tl.constexpr = False):
+            BF16_PAIRS: tl.constexpr = False, w_held=0.0, b_held=0.0, HELD: tl.constexpr = False):
     """y = x̂ · (w + weight_offset) + b, with x̂ first rounded to X_HAT_DTYPE (a no-op when that is
     COMPUTE_DTYPE; x's dtype for Llama-style casting: normalise in fp32, cast, then scale). The
-    offset's add only with HAS_WEIGHT_OFFSET (an add per element, per row: the weight is not kept)."""
+    offset's add only with HAS_WEIGHT_OFFSET (an add per element, per row: the weight is not kept).
+    w and b loaded at w_offs, or (HELD) w_held and b_held, as loaded before (their own dtype)."""
     y = upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
     if HAS_WEIGHT:
-        w = upcast(tl.load(W + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
+        w = upcast(w_held if HELD else tl.load(W + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
         if HAS_WEIGHT_OFFSET:
             w += weight_offset
         y = y * w
     if HAS_BIAS:
-        y += upcast(tl.load(B + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
+        y += upcast(b_held if HELD else tl.load(B + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
     return y
 
 
@@ -137,7 +138,8 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
-                SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
+                SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr, BF16_PAIRS: tl.constexpr = False,
+                HOLD_WEIGHT: tl.constexpr = False):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
@@ -147,8 +149,11 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     every part (LayerNorm's two at once when staged), merges them in one fixed order
     and writes y for block t − 1 from its columns read again (RELOAD: from L2, where iteration t − 1
     left them, nothing held in registers across iterations) or held in registers since iteration
-    t − 1 (not RELOAD: each element read once, one row block more in registers). Part 0 stores mean
-    and rstd. Every program must be resident at once (the launcher's grid: one program an SM)."""
+    t − 1 (not RELOAD: each element read once, one row block more in registers). With HOLD_WEIGHT the
+    part's columns of the weight and bias are loaded once, before the row loop, and held in registers:
+    read again every row block they are L2 traffic as large as x's (the split forward is bound by its
+    L2 traffic: run ZZZZZZB). Part 0 stores mean and rstd. Every program must be resident at once (the
+    launcher's grid: one program an SM)."""
     parts = tl.cdiv(N, BLOCK_N)
     pid = tl.program_id(0)
     part = pid % parts
@@ -159,6 +164,12 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     num_row_blocks = tl.cdiv(M, BLOCK_M)
     zeros = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
     held = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)  # not RELOAD: block t − 1's h
+    w_held = 0.0  # HOLD_WEIGHT: one weight head (the split's rule), so every row block takes these columns
+    b_held = 0.0
+    if HOLD_WEIGHT and HAS_WEIGHT:
+        w_held = tl.load(W + cols, mask=col_mask, other=0.0)[None, :]
+    if HOLD_WEIGHT and HAS_BIAS:
+        b_held = tl.load(B + cols, mask=col_mask, other=0.0)[None, :]
     for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1, num_stages=SPLIT_STAGES):
         # ---- block t: load, store residual_out, publish this part's sums
         rows = (group + t * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -187,7 +198,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
             h, held = held, h
         y = _affine((h - mean[:, None]) * rstd[:, None], W, B, (rows % HEADS).to(tl.int64)[:, None] * N + cols[None, :],
                     mask, weight_offset, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE,
-                    BF16_PAIRS)
+                    BF16_PAIRS, w_held, b_held, HOLD_WEIGHT)
         tl.store(Y + rows64[:, None] * stride_y_row + cols[None, :], y, mask=mask, eviction_policy="evict_first")
         if STORE_STATS:
             first = row_mask & (part == 0)
@@ -227,6 +238,7 @@ def norm_fwd_kernel(
     SPLIT_STAGES: tl.constexpr = None,  # SPLIT > 1: the row loop's loads staged this deep (cp.async); staged
     # or not, the exchange's wait spins in PTX (stats.await_row_sums: each lane on its own words)
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
+    HOLD_WEIGHT: tl.constexpr = False,  # SPLIT > 1: the part's weight and bias loaded once, held across row blocks
 ):
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
@@ -241,7 +253,8 @@ def norm_fwd_kernel(
         _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEADS, stride_x_row, stride_x_col,
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
-                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD, BF16_PAIRS)
+                    COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD, BF16_PAIRS,
+                    HOLD_WEIGHT)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS
