@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Device run ZZZZZZE (prepared in session 37 for the next session, nvidia-h200; no carry needed):
+#  Why: the split forward is bound by its L2 traffic (run ZZZZZZB: LayerNorm bf16 2048×131072 318 µs with its
+#  weight and bias, 279 without); design change 40 holds them for LayerNorm's 4-byte parts only, because
+#  held 2-byte values spilled (1 × 8192 on 4: 253 registers uncapped, 404 B spilled at 128). Counted on the
+#  CPU (tools/ptx_stats.py --tile … --flags HOLD_WEIGHT=1, sm_90): LLVM hoisted the held values' upcast out
+#  of the row loop, holding them as float32 — twice the registers. docs/experiments/split-forward-hold-bf16.patch
+#  converts held values at their use with a non-pure asm (convert.upcast_held: a register's bf16 pair at a
+#  time, not hoistable) and loads them in x's tile layout (held as a broadcast [1, BLOCK_N] row, the asm's
+#  operands took a layout conversion, 15 more bar.sync). Then: LayerNorm bf16 131072 1 × 8192 on 4 held 210
+#  registers uncapped, 0 B spilled at cap 168 (three an SM; main: four at 128), 1 × 4096 on 4 114 (four an
+#  SM; 96 capped: five, 0 B), 2 × 4096 on 4 at 168 0 B, 1 × 8192 on 8 117 (two an SM); RMSNorm bf16 1 × 8192 on
+#  4 held **126 registers, four an SM** (main 127). The patched tree passes tests/test_gpu_compile.py on the CPU.
+#  - `sweep` (~5 min, the patched build, tools/tune.py --each: the heuristic and forced `:hold` tiles in one
+#    process, each output checked): LayerNorm bf16 2048×131072, 1024×262144, 4096×65536 — 1 × 8192 on 4 three an
+#    SM capped 168, 1 × 4096 on 4 four an SM capped 128 and five capped 96, 2 × 4096 on 4 three capped 168,
+#    1 × 8192 on 8 two capped 128; RMSNorm bf16 2048×131072, 1024×262144 — 1 × 8192 on 4 four an SM.
+#    Prediction: LayerNorm bf16 one tile 5-12 % under the heuristic (318 → 280-300 µs at 2048×131072),
+#    RMSNorm −1 to −2 % (without w it ran 281 against 286).
+#  - `fp32` (~1 min, main → patch, 2 rounds): the landed fp32 held parts (4096×65536, fp32 x with a bf16 y) must
+#    not move (their w and b are fp32: upcast_held is a no-op there, but the tile layout of the load is new).
+#    Prediction ±1 %.
+#  Land (config/forward.py _FWD_SPLIT_HOLD_WEIGHT / the split tables) what wins > 2 % with checks passing
+#  (device_zzzzzzc.sh `checks` on the new tree), then BENCHMARKS, a design change.
+#  Outcome: (not yet run)
+source tools/device_env.sh
+export CUDA_VISIBLE_DEVICES=0
+P=/tmp/ab/hold-bf16
+for call in "${@:?sweep|fp32 ...}"; do
+case $call in
+sweep|fp32) [ -d $P ] || patched_copy $P docs/experiments/split-forward-hold-bf16.patch ;;&
+sweep) TUNE_LIMIT=150 tune_in $P --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 \
+      --config 1x8192:4:split:reload:p3:r168:hold --config 1x4096:4:split:reload:p4:r128:hold \
+      --config 1x4096:4:split:reload:p5:r96:hold --config 1x4096:4:split:reload:p4:r128 \
+      --config 2x4096:4:split:reload:p3:r168:hold --config 1x8192:8:split:reload:p2:r128:hold | tee -a "$L/sweep.log"
+  TUNE_LIMIT=90 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
+      --config 1x8192:4:split:reload:p4:hold | tee -a "$L/sweep.log" ;;
+fp32) fp32_arm() {
+    heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
+    heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --out-dtype bf16 --shapes 4096x65536
+  }
+  ab_rounds 2 fp32_arm "$PWD" $P | tee -a "$L/fp32.log" ;;
+*) echo "unknown call $call"; exit 2 ;;
+esac
+done
+pack_logs
