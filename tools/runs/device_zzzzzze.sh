@@ -10,11 +10,19 @@
 #  operands took a layout conversion, 15 more bar.sync). Then: LayerNorm bf16 131072 1 × 8192 on 4 held 210
 #  registers uncapped, 0 B spilled at cap 168 (three an SM; main: four at 128), 1 × 4096 on 4 114 (four an
 #  SM; 96 capped: five, 0 B), 2 × 4096 on 4 at 168 0 B, 1 × 8192 on 8 117 (two an SM); RMSNorm bf16 1 × 8192 on
-#  4 held **126 registers, four an SM** (main 127). The patched tree passes tests/test_gpu_compile.py on the CPU.
-#  - `sweep` (~5 min, the patched build, tools/tune.py --each: the heuristic and forced `:hold` tiles in one
-#    process, each output checked): LayerNorm bf16 2048×131072, 1024×262144, 4096×65536 — 1 × 8192 on 4 three an
-#    SM capped 168, 1 × 4096 on 4 four an SM capped 128 and five capped 96, 2 × 4096 on 4 three capped 168,
-#    1 × 8192 on 8 two capped 128; RMSNorm bf16 2048×131072, 1024×262144 — 1 × 8192 on 4 four an SM.
+#  4 held **126 registers, four an SM** (main 127). The patch also holds x, where a part holds the previous row
+#  block (not RELOAD) and has no residual (h = x), as loaded — bf16 pairs, upcast at use — not as float32 h:
+#  LayerNorm 1 × 4096 on 4 holding x and w and b 125 registers, four an SM, 0 B spilled (x read once, w and b
+#  once a program: the minimum through L2), holding x alone 128; RMSNorm 1 × 8192 on 4 holding x 128 (four an
+#  SM), 1 × 4096 on 4 holding x and w 94 (five), 1 × 8192 on 8 96 (two). No heuristic tile holds x (the split
+#  forward's tables re-read it; the fused forwards, which hold h, have a residual): the PTX of every heuristic
+#  kernel is unchanged by the patch. The patched tree passes tests/test_gpu_compile.py on the CPU.
+#  - `sweep` (~7 min, the patched build, tools/tune.py --each: the heuristic and forced `:hold` tiles in one
+#    process, each output checked): LayerNorm bf16 2048×131072, 1024×262144, 4096×65536 — re-reading x, holding
+#    w and b: 1 × 8192 on 4 three an SM capped 168, 1 × 4096 on 4 four an SM capped 128 and five capped 96,
+#    2 × 4096 on 4 three capped 168, 1 × 8192 on 8 two capped 128; holding x: 1 × 4096 on 4 four an SM with and
+#    without w and b; RMSNorm bf16 2048×131072, 1024×262144 — 1 × 8192 on 4 four an SM holding w, holding x;
+#    1 × 4096 on 4 five an SM and 1 × 8192 on 8 two an SM holding both.
 #    Prediction: LayerNorm bf16 one tile 5-12 % under the heuristic (318 → 280-300 µs at 2048×131072),
 #    RMSNorm −1 to −2 % (without w it ran 281 against 286).
 #  - `fp32` (~1 min, main → patch, 2 rounds): the landed fp32 held parts (4096×65536, fp32 x with a bf16 y) must
@@ -32,9 +40,11 @@ sweep|fp32) [ -d $P ] || patched_copy $P docs/experiments/split-forward-hold-bf1
 sweep) TUNE_LIMIT=150 tune_in $P --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 \
       --config 1x8192:4:split:reload:p3:r168:hold --config 1x4096:4:split:reload:p4:r128:hold \
       --config 1x4096:4:split:reload:p5:r96:hold --config 1x4096:4:split:reload:p4:r128 \
-      --config 2x4096:4:split:reload:p3:r168:hold --config 1x8192:8:split:reload:p2:r128:hold | tee -a "$L/sweep.log"
-  TUNE_LIMIT=90 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
-      --config 1x8192:4:split:reload:p4:hold | tee -a "$L/sweep.log" ;;
+      --config 2x4096:4:split:reload:p3:r168:hold --config 1x8192:8:split:reload:p2:r128:hold \
+      --config 1x4096:4:split:p4:r128:hold --config 1x4096:4:split:p4:r128 | tee -a "$L/sweep.log"
+  TUNE_LIMIT=120 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
+      --config 1x8192:4:split:reload:p4:hold --config 1x8192:4:split:p4:r128 --config 1x4096:4:split:p5:hold \
+      --config 1x8192:8:split:p2:hold | tee -a "$L/sweep.log" ;;
 fp32) fp32_arm() {
     heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
     heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --out-dtype bf16 --shapes 4096x65536
