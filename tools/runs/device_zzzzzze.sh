@@ -17,7 +17,7 @@
 #  SM), 1 × 4096 on 4 holding x and w 94 (five), 1 × 8192 on 8 96 (two). No heuristic tile holds x (the split
 #  forward's tables re-read it; the fused forwards, which hold h, have a residual): the PTX of every heuristic
 #  kernel is unchanged by the patch. The patched tree passes tests/test_gpu_compile.py on the CPU.
-#  - `sweep` (~7 min, the patched build, tools/tune.py --each: the heuristic and forced `:hold` tiles in one
+#  - `sweep` (~7 min, limits 260 + 150 s, the patched build, tools/tune.py --each: the heuristic and forced `:hold` tiles in one
 #    process, each output checked): LayerNorm bf16 2048×131072, 1024×262144, 4096×65536 — re-reading x, holding
 #    w and b: 1 × 8192 on 4 three an SM capped 168, 1 × 4096 on 4 four an SM capped 128 and five capped 96,
 #    2 × 4096 on 4 three capped 168, 1 × 8192 on 8 two capped 128; holding x: 1 × 4096 on 4 four an SM with and
@@ -37,12 +37,12 @@ P=/tmp/ab/hold-bf16
 for call in "${@:?sweep|fp32 ...}"; do
 case $call in
 sweep|fp32) [ -d $P ] || patched_copy $P docs/experiments/split-forward-hold-bf16.patch ;;&
-sweep) TUNE_LIMIT=150 tune_in $P --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 \
+sweep) TUNE_LIMIT=260 tune_in $P --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 \
       --config 1x8192:4:split:reload:p3:r168:hold --config 1x4096:4:split:reload:p4:r128:hold \
       --config 1x4096:4:split:reload:p5:r96:hold --config 1x4096:4:split:reload:p4:r128 \
       --config 2x4096:4:split:reload:p3:r168:hold --config 1x8192:8:split:reload:p2:r128:hold \
       --config 1x4096:4:split:p4:r128:hold --config 1x4096:4:split:p4:r128 | tee -a "$L/sweep.log"
-  TUNE_LIMIT=120 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
+  TUNE_LIMIT=150 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
       --config 1x8192:4:split:reload:p4:hold --config 1x8192:4:split:p4:r128 --config 1x4096:4:split:p5:hold \
       --config 1x8192:8:split:p2:hold | tee -a "$L/sweep.log" ;;
 fp32) fp32_arm() {
