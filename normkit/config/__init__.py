@@ -58,7 +58,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y, four an SM
     (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x and fp32 x of 65536-262144 — in
     16 KB parts of x on 4 warps under a 128-register
-    cap, four an SM (_FWD_SPLIT_LAYER_NORM);
+    cap, four an SM (_FWD_SPLIT_LAYER_NORM; fp32 x's parts hold their weight and bias, _FWD_SPLIT_HOLD_WEIGHT);
     the backward's split parts hold 4-16 KB of a row: vector-aligned rows but 8-byte ones (recomputing the
     statistics too, but LayerNorm's fp32 rows of 262144), 4-16 KB parts staging their loads in shared memory
     (_STAGED, _staged_split, _STAGED_LAYER_NORM_RECOMPUTE, _STAGED_4_BYTE_LAYER_NORM_RECOMPUTE); otherwise
