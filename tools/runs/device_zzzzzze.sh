@@ -28,15 +28,19 @@
 #  - `fp32` (~1 min, main → patch, 2 rounds): the landed fp32 held parts (4096×65536, fp32 x with a bf16 y) must
 #    not move (their w and b are fp32: upcast_held is a no-op there, but the tile layout of the load is new).
 #    Prediction ±1 %.
+#  - `fused` (~2 min, the patched build): the fused add's and the fused LayerNorm's staged parts (1 × 2048 on 4,
+#    eight an SM asked, 3 stages) holding their weight (the fused add: 72 → 96 registers, 7 → 5 an SM fit, 18 →
+#    12 cp.async: w no longer staged) at 4096×65536 and 2048×131072, against the heuristic. Prediction ±2 %
+#    (run ZZZZZZB's hoisted hold: the fused add −1 %, the fused LayerNorm +5.5 %).
 #  Land (config/forward.py _FWD_SPLIT_HOLD_WEIGHT / the split tables) what wins > 2 % with checks passing
 #  (device_zzzzzzc.sh `checks` on the new tree), then BENCHMARKS, a design change.
 #  Outcome: (not yet run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 P=/tmp/ab/hold-bf16
-for call in "${@:?sweep|fp32 ...}"; do
+for call in "${@:?sweep|fused|fp32 ...}"; do
 case $call in
-sweep|fp32) [ -d $P ] || patched_copy $P docs/experiments/split-forward-hold-bf16.patch ;;&
+sweep|fused|fp32) [ -d $P ] || patched_copy $P docs/experiments/split-forward-hold-bf16.patch ;;&
 sweep) TUNE_LIMIT=260 tune_in $P --kind fwd --family layer_norm --dtype bf16 --shapes 2048x131072,1024x262144,4096x65536 \
       --config 1x8192:4:split:reload:p3:r168:hold --config 1x4096:4:split:reload:p4:r128:hold \
       --config 1x4096:4:split:reload:p5:r96:hold --config 1x4096:4:split:reload:p4:r128 \
@@ -45,6 +49,10 @@ sweep) TUNE_LIMIT=260 tune_in $P --kind fwd --family layer_norm --dtype bf16 --s
   TUNE_LIMIT=150 tune_in $P --kind fwd --family rms --dtype bf16 --shapes 2048x131072,1024x262144 \
       --config 1x8192:4:split:reload:p4:hold --config 1x8192:4:split:p4:r128 --config 1x4096:4:split:p5:hold \
       --config 1x8192:8:split:p2:hold | tee -a "$L/sweep.log" ;;
+fused) for fam in "fused_add" "layer_norm --residual"; do
+    TUNE_LIMIT=120 tune_in $P --kind fwd --family $fam --dtype bf16 --shapes 4096x65536,2048x131072 \
+        --config 1x2048:4:split:a3:p8:hold | tee -a "$L/fused.log"
+  done ;;
 fp32) fp32_arm() {
     heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
     heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --out-dtype bf16 --shapes 4096x65536
