@@ -758,8 +758,8 @@ def test_wide_rows_take_their_family_s_tiles():
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
             expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True)  # (run ZZZZM)
         elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
-            # 16 KB parts (ZZZZM)
-            expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True, reload=True)
+            # 16 KB parts (ZZZZM), holding their weight (run ZZZZZZG)
+            expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True, reload=True, hold_weight=True)
         elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read (run ZZZZK)
             expected = cfg.TileConfig(1, 65536, True, 32, reload=True)
         else:

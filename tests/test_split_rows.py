@@ -163,7 +163,7 @@ def test_split_forward_matches_float64(family, dtype, m, n, config):
 @cuda_only
 @pytest.mark.parametrize("n", [20000, 40000, 100000, 200000])
 @pytest.mark.parametrize("dtype,out_dtype", [(torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32),
-                                             (torch.float16, torch.float32), (torch.float32, torch.float32),
+                                             (torch.float16, torch.float16), (torch.float16, torch.float32), (torch.float32, torch.float32),
                                              (torch.float32, torch.bfloat16)], ids=str)
 def test_rms_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype):
     """RMSNorm's forward through the GPU heuristic where y's size picks the tile

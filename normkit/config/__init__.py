@@ -56,7 +56,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     4 KB of the wider of x and the residual, staging their loads and holding the previous row block
     (_FWD_SPLIT_RESIDUAL_STAGED; 8-byte rows in 8 KB parts re-reading it, _FWD_SPLIT_RESIDUAL),
     RMSNorm's rows of 128 KB and more in parts of 16 KB of the wider of x and y, four an SM
-    (_FWD_SPLIT_RMS), LayerNorm's rows without a residual — bf16 x and fp32 x of 65536-262144 — in
+    (_FWD_SPLIT_RMS; its 2-byte parts hold their weight, _FWD_SPLIT_HOLD_WEIGHT), LayerNorm's rows without a residual — bf16 x and fp32 x of 65536-262144 — in
     16 KB parts of x on 4 warps under a 128-register
     cap, four an SM (_FWD_SPLIT_LAYER_NORM; fp32 x's parts hold their weight and bias, _FWD_SPLIT_HOLD_WEIGHT);
     the backward's split parts hold 4-16 KB of a row: vector-aligned rows but 8-byte ones (recomputing the

@@ -129,8 +129,18 @@ _FWD_SPLIT_LAYER_NORM = {
 # 404 B, 524.6 against 316.4-321.6; held in 1 × 4096 parts 352.5), nor RMSNorm (bf16 2048×131072 at 168
 # registers, three an SM: 284.8 / 283.5 → 280.1 / 280.1; fp32 4096×65536 at 78, three an SM: 563.5 / 567.8 →
 # 594.4 / 598.8) — nor L1 (the weight's loads L1::evict_last: ±1 %; x past L1, .cg without L2 hints: +10-17 %).
-# {x's element size} of LayerNorm's split parts that hold their weight and bias
-_FWD_SPLIT_HOLD_WEIGHT = {4}
+# Held 2-byte values spilled while LLVM hoisted their upcast out of the row loop (holding them as float32);
+# converted at their use by a non-pure asm (kernels/convert.upcast_held) and loaded in x's tile layout, they
+# fit: RMSNorm's 2-byte 1 × 8192 parts on 4 hold their weight in 126 registers (bf16; fp16 119), four an SM.
+# Run ZZZZZZG's A/B (session 38, 2 rounds, µs, HEAD → held): bf16 2048×131072 282.2 / 282.8 → 273.8 / 273.5,
+# 1024×262144 280.4 / 281.2 → 272.6 / 272.3 (−3 %, 94 % of copy); fp16 313.5 / 308.7 → 271.0 / 271.8,
+# 314.8 / 315.4 → 272.9 / 270.8 (−13 %); LayerNorm fp32 and the bf16 control ±0.5 %. Not LayerNorm's
+# 2-byte parts (run ZZZZZZE: 1 × 8192 held at 168 registers, three an SM, −1 to −2 %: 318.4 → 314.8 at
+# 2048×131072; at 128 it spills 360 B), nor yet bf16 x with a 4-byte y (1 × 4096 held: 2048×131072 430.6 →
+# 419.7, 4096×65536 422.5 → 418.7, one sample each, run ZZZZZZG `y32`), nor the fused forwards' staged parts
+# (the fused add 541.4 → 530.7 / 534.4 → 538.4, the fused LayerNorm 549.2 → 561.9 / 552.6 → 543.0).
+# {(layer_norm, x's element size, y's)} of the split parts that hold their weight and bias
+_FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4), (True, 4, 2), (False, 2, 2)}
 # LayerNorm's bf16 rows of 32768 and 65536 (since run ZZZZZK its rows of 65536 of one head split:
 # _FWD_SPLIT_LAYER_NORM; several heads keep these tiles): column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
@@ -227,7 +237,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
-                          reload=True, hold_weight=layer_norm and element_size in _FWD_SPLIT_HOLD_WEIGHT)
+                          reload=True,
+                          hold_weight=(layer_norm, element_size, out_element_size) in _FWD_SPLIT_HOLD_WEIGHT)
     if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)

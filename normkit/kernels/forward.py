@@ -44,7 +44,7 @@ outputs by 4e-12 relative at var = 1e-4: found on the H200 by tests/test_propert
 import triton
 import triton.language as tl
 
-from .convert import upcast
+from .convert import upcast, upcast_held
 from .stats import await_row_sums, merge_tile_stats, publish_row_sums
 
 
@@ -82,12 +82,18 @@ def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, 
     w and b loaded at w_offs, or (HELD) w_held and b_held, as loaded before (their own dtype)."""
     y = upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
     if HAS_WEIGHT:
-        w = upcast(w_held if HELD else tl.load(W + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
+        if HELD:
+            w = upcast_held(w_held, COMPUTE_DTYPE, BF16_PAIRS)
+        else:
+            w = upcast(tl.load(W + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
         if HAS_WEIGHT_OFFSET:
             w += weight_offset
         y = y * w
     if HAS_BIAS:
-        y += upcast(b_held if HELD else tl.load(B + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
+        if HELD:
+            y += upcast_held(b_held, COMPUTE_DTYPE, BF16_PAIRS)
+        else:
+            y += upcast(tl.load(B + w_offs, mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
     return y
 
 
@@ -150,7 +156,8 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     and writes y for block t − 1 from its columns read again (RELOAD: from L2, where iteration t − 1
     left them, nothing held in registers across iterations) or held in registers since iteration
     t − 1 (not RELOAD: each element read once, one row block more in registers). With HOLD_WEIGHT the
-    part's columns of the weight and bias are loaded once, before the row loop, and held in registers:
+    part's columns of the weight and bias are loaded once, before the row loop, and held in registers as
+    loaded (2-byte: converted at each use, convert.upcast_held, not held as float32):
     read again every row block they are L2 traffic as large as x's (the split forward is bound by its
     L2 traffic: run ZZZZZZB). Part 0 stores mean and rstd. Every program must be resident at once (the
     launcher's grid: one program an SM)."""
@@ -166,10 +173,13 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     held = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)  # not RELOAD: block t − 1's h
     w_held = 0.0  # HOLD_WEIGHT: one weight head (the split's rule), so every row block takes these columns
     b_held = 0.0
+    # held in x's tile's layout (a [1, BLOCK_N] row broadcast at use took a layout conversion through shared
+    # memory, 15 more bar.sync, once upcast_held kept the conversion in the loop)
+    tile_cols = cols[None, :] + tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
     if HOLD_WEIGHT and HAS_WEIGHT:
-        w_held = tl.load(W + cols, mask=col_mask, other=0.0)[None, :]
+        w_held = tl.load(W + tile_cols, mask=tile_cols < N, other=0.0)
     if HOLD_WEIGHT and HAS_BIAS:
-        b_held = tl.load(B + cols, mask=col_mask, other=0.0)[None, :]
+        b_held = tl.load(B + tile_cols, mask=tile_cols < N, other=0.0)
     for t in tl.range(0, tl.cdiv(num_row_blocks - group, groups) + 1, num_stages=SPLIT_STAGES):
         # ---- block t: load, store residual_out, publish this part's sums
         rows = (group + t * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
