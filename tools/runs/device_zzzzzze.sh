@@ -34,7 +34,14 @@
 #    (run ZZZZZZB's hoisted hold: the fused add −1 %, the fused LayerNorm +5.5 %).
 #  Land (config/forward.py _FWD_SPLIT_HOLD_WEIGHT / the split tables) what wins > 2 % with checks passing
 #  (device_zzzzzzc.sh `checks` on the new tree), then BENCHMARKS, a design change.
-#  Outcome: (not yet run)
+#  Outcome (session 38, `sweep`; `fused` and `fp32` went to run ZZZZZZG on the landing tree), µs, the heuristic first:
+#  LayerNorm bf16 2048×131072 318.4; held 1 × 8192 on 4 capped 168 314.8 (−1.1 %), 1 × 4096 on 4 capped 128
+#  355.0, capped 96 (five an SM) 323.2, not held 376.6, 2 × 4096 capped 168 338.0, 1 × 8192 on 8 379.0; holding x
+#  (not reload) with w and b 352.0, x only 353.0. 1024×262144 319.4 → 313.4 (−1.9 %) the best, 4096×65536
+#  313.1 → 309.3 (−1.2 %). Under 2 %: LayerNorm bf16 not landed (its 80 % stays). **RMSNorm bf16 1 × 8192 on 4
+#  (the heuristic's part) holding w: 2048×131072 283.1 → 271.2 (−4.2 %, 93 % of copy), 1024×262144 281.9 →
+#  273.0 (−3.2 %)**; not reload 294.5 / 288.0, 1 × 4096 on 4 held 284.0 / 293.3, 1 × 8192 on 8 321.3 / 318.4.
+#  Holding x lost everywhere (not in the landing). RMSNorm's 2-byte held parts land in session 38 (run ZZZZZZG).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 P=/tmp/ab/hold-bf16

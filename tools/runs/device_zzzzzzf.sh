@@ -24,7 +24,14 @@
 #    split rows. Prediction: all pass.
 #  Land it if it wins ≥ 1 % with checks passing (then BENCHMARKS, a design change, the README's finisher
 #  paragraph, RELIABILITY: the arrival counter's ordering).
-#  Outcome: (not yet run)
+#  Outcome (session 38, `ab` only: the loss made `checks` moot): **not landed** — slower or level everywhere, 2 rounds,
+#  µs, main → patch: RMSNorm bf16 4096×16384 107.1 / 107.7 → 108.0 / 107.8 (level, not the −1 to −2 % predicted),
+#  2048×131072 423.6 / 424.2 → 431.9 / 429.3 (+1.5 %), LayerNorm bf16 4096×16384 113.2 / 115.1 → 115.8 / 116.5,
+#  8192×32768 428.1 / 424.4 → 427.5 / 430.6, 2048×131072 435.9 / 432.7 → 443.2 / 446.7 (+2.5 %), the fused add
+#  4096×16384 133.8 / 132.4 → 134.3 / 133.2, 2048×131072 506.5 / 507.7 → 513.0 / 512.9, the fused LayerNorm
+#  136.5 / 136.5 → 140.1 / 137.7, LayerNorm fp32 4096×16384 201.8 / 204.2 → 212.9 / 213.1 (+5 %). The finisher's
+#  launch, overlapped by PDL, cost less than every part's wait for its slowest group and the strips' sums
+#  done by the last-arriving programs at the tail.
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 P=/tmp/ab/split-finish
