@@ -23,10 +23,20 @@ def upcast(t, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr):
     """t in COMPUTE_DTYPE — bitwise `t.to(COMPUTE_DTYPE)`. With BF16_PAIRS (GPU only: inline PTX) a
     bf16 tile goes to float32 a 32-bit register of two elements at a time, one instruction each."""
     if BF16_PAIRS and t.dtype == tl.bfloat16 and COMPUTE_DTYPE == tl.float32:
-        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
-                                         dtype=tl.float32, is_pure=True, pack=2)
+        return _pairs_to_float32(t, True)
     return t.to(COMPUTE_DTYPE)
 
+
+@triton.jit
+def _pairs_to_float32(t, PURE: tl.constexpr):
+    """A bf16 or fp16 tile in float32, one 32-bit register of two elements at a time (inline PTX): bf16 a
+    shift and a mask, fp16 two cvt.f32.f16 of the register's halves. PURE lets the compiler move it."""
+    if t.dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
+                                         dtype=tl.float32, is_pure=PURE, pack=2)
+    return tl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=r,=r,r", [t],
+        dtype=tl.float32, is_pure=PURE, pack=2)
 
 
 @triton.jit
@@ -37,11 +47,6 @@ def upcast_held(t, COMPUTE_DTYPE: tl.constexpr, PAIRS: tl.constexpr):
     hoists out of the loop, holding the float32 values — twice the registers (ptxas, sm_90: LayerNorm bf16
     1 × 8192 on 4 warps 253 registers, 404 B spilled at 128). bf16 is a shift and a mask (as `upcast`);
     fp16 two cvt.f32.f16 of the register's halves. Bitwise `t.to(COMPUTE_DTYPE)`."""
-    if PAIRS and t.dtype == tl.bfloat16 and COMPUTE_DTYPE == tl.float32:
-        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
-                                         dtype=tl.float32, is_pure=False, pack=2)
-    if PAIRS and t.dtype == tl.float16 and COMPUTE_DTYPE == tl.float32:
-        return tl.inline_asm_elementwise(
-            "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=r,=r,r", [t],
-            dtype=tl.float32, is_pure=False, pack=2)
+    if PAIRS and (t.dtype == tl.bfloat16 or t.dtype == tl.float16) and COMPUTE_DTYPE == tl.float32:
+        return _pairs_to_float32(t, False)
     return t.to(COMPUTE_DTYPE)
