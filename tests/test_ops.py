@@ -606,8 +606,9 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
         config = cfg.tile_config(65536, False, False, multiprocessors=132, element_size=size,
                                  out_element_size=out_size)
         assert (config.one_tile and config.block_n == 65536) == whole, (size, out_size, config)
-        if not whole and size == 2:
-            assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True), config
+        if not whole and size == 2:  # holding the part's weight (run ZZZZZZH)
+            assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True,
+                                            hold_weight=True), config
     assert cfg.tile_config(65536, False, False, multiprocessors=132, element_size=2, residual=True,
                            out_element_size=2).split  # the fused add keeps its split rows
 
@@ -615,12 +616,15 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
 def test_register_cap_wants_a_two_byte_y():
     """RMSNorm's whole 2-byte rows of 16384 / 32768 run under ptxas' 32-register cap only with a 2-byte
     y: a 4-byte y spills under it (run ZZZZL: bf16 x, fp32 y, 4096×16384 269.5 µs capped against 104.6
-    uncapped), so rows of 16384 keep the uncapped whole row and those of 32768 split (16 KB of y a part)."""
+    uncapped), so rows of 16384 keep the uncapped whole row and those of 32768 walk 16384-column tiles on
+    16 warps (run ZZZZZZH; split in 16 KB parts of y before), of one weight head or several."""
     for n in (16384, 20000, 32768):
         for out_size, cap in ((0, 32), (2, 32), (4, 0)):
             config = cfg.tile_config(n, False, False, multiprocessors=132, element_size=2, out_element_size=out_size)
             if n > 16384 and out_size == 4:
-                assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True), config
+                assert config == cfg.TileConfig(1, 16384, False, 16), config
+                assert cfg.tile_config(n, False, False, heads=8, multiprocessors=132, element_size=2,
+                                       out_element_size=4) == config
             else:
                 assert config.one_tile and config.reload and config.max_registers == cap, (n, out_size, config)
 

@@ -291,3 +291,18 @@ def test_cluster_probe_refuses_no_rounds(capsys):
         _tool("cluster_probe").main(["--rounds", "0", "--compile-only"])
     assert stop.value.code == 2
     assert "--rounds is a count of round trips, at least 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [(["--shapes", "4096x"], "--shapes expects MxN"),
+                                          (["--shapes", "0x8"], "--shapes expects MxN"),
+                                          (["--shapes", "4x8"], "needs a CUDA GPU")])
+def test_out_dtype_peer_refuses_bad_shapes_and_a_missing_gpu(argv, message, capsys, monkeypatch):
+    """tools/out_dtype_peer.py: a malformed --shapes, or no GPU, is argparse's exit status 2 with the
+    reason — the shapes checked before the GPU is looked for."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stop:
+        _tool("out_dtype_peer").main(argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err

@@ -69,7 +69,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     out_element_size: bytes per element of the forward's y (0: as x's). RMSNorm's whole rows of
     65536 and its register cap want a 2-byte y (a 4-byte one spills them:
     _FWD_WHOLE_RELOAD_RMS_2_BYTE, _FWD_RELOAD_CAP); its split parts are sized by y's bytes where y is
-    the wider (_FWD_SPLIT_RMS).
+    the wider (_FWD_SPLIT_RMS), and its 2-byte rows of 32768 with a 4-byte y walk 16384-column tiles
+    (_FWD_COLUMNS_RMS_4_BYTE_Y).
     residual_element_size: bytes per element of the forward's residual (the wider of the residual
     and residual_out; 0: as x's): sizes the fused forward's split parts.
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples

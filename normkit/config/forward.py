@@ -83,8 +83,16 @@ _FWD_SPLIT_RMS = {
     (4, 4): _FWD_SPLIT_RMS_4_BYTE,
     (4, 2): _FWD_SPLIT_RMS_4_BYTE,
     (2, 2): {whole: (1, 8192, 4, 4, 0) for whole in (131072, 262144)},
-    (2, 4): {whole: (1, 4096, 4, 4, 0) for whole in (32768, 65536, 131072, 262144)},
+    (2, 4): {whole: (1, 4096, 4, 4, 0) for whole in (65536, 131072, 262144)},
 }
+# ... but its rows of 32768 (2-byte x, 4-byte y) walk 16384-column tiles on 16 warps, two reads (the second from
+# L2: 132 rows of 64 KB in flight), as torch.compile's looped reduction does (tools/out_dtype_peer.py: 400.2 µs
+# at bf16 8192×32768 against the split parts' 421.6). Run ZZZZZZH `sweep32` (tools/tune.py, every candidate, µs):
+# bf16 393.3 against the held split parts' 422.5 (the whole row on 16 warps 400.1, 1 × 8192 tiles 409.4); fp16
+# 395.8 against 424.9. Since the split parts landed (run ZZZZM: 481.0 against the uncapped whole row's 516.4) the
+# column path gained its snake and L2 hints. Several weight heads too (the same bytes; they did not split).
+# (block_m, block_n, num_warps)
+_FWD_COLUMNS_RMS_4_BYTE_Y = {32768: (1, 16384, 16)}
 # LayerNorm's rows of 256-512 KB without a residual (one weight head: bf16 131072 / 262144, fp32 65536 /
 # 131072) split too, in parts of 16 KB of x on 4 warps, four an SM under a 128-register cap (ptxas, sm_90,
 # bf16 1 × 8192: 135 registers uncapped, so only three fit). Nsight Compute (run ZZZZN, bf16 2048×131072):
@@ -136,11 +144,14 @@ _FWD_SPLIT_LAYER_NORM = {
 # 1024×262144 280.4 / 281.2 → 272.6 / 272.3 (−3 %, 94 % of copy); fp16 313.5 / 308.7 → 271.0 / 271.8,
 # 314.8 / 315.4 → 272.9 / 270.8 (−13 %); LayerNorm fp32 and the bf16 control ±0.5 %. Not LayerNorm's
 # 2-byte parts (run ZZZZZZE: 1 × 8192 held at 168 registers, three an SM, −1 to −2 %: 318.4 → 314.8 at
-# 2048×131072; at 128 it spills 360 B), nor yet bf16 x with a 4-byte y (1 × 4096 held: 2048×131072 430.6 →
-# 419.7, 4096×65536 422.5 → 418.7, one sample each, run ZZZZZZG `y32`), nor the fused forwards' staged parts
-# (the fused add 541.4 → 530.7 / 534.4 → 538.4, the fused LayerNorm 549.2 → 561.9 / 552.6 → 543.0).
+# 2048×131072; at 128 it spills 360 B; the weight alone, 12 B spilled at 128, four an SM: +1 to +2 %, run ZZZZZZH
+# `holdw`), nor the fused forwards' staged parts (the fused add 541.4 → 530.7 / 534.4 → 538.4, the fused LayerNorm
+# 549.2 → 561.9 / 552.6 → 543.0). RMSNorm's 2-byte x with a 4-byte y (1 × 4096 parts on 4, four an SM) holds its
+# weight too: run ZZZZZZH `y32` (tools/tune.py, 2 rounds, heuristic → held, µs) bf16 4096×65536 428.5 / 425.7 →
+# 420.7 / 422.5, 2048×131072 432.9 / 437.7 → 423.3 / 421.9, 1024×262144 451.8 / 450.1 → 433.4 / 431.6; fp16
+# 427.6 / 427.0 → 422.0 / 422.1, 436.0 / 434.3 → 421.9 / 421.2, 451.4 / 450.8 → 434.4 / 432.7 (−1 to −4 %).
 # {(layer_norm, x's element size, y's)} of the split parts that hold their weight and bias
-_FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4), (True, 4, 2), (False, 2, 2)}
+_FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4), (True, 4, 2), (False, 2, 2), (False, 2, 4)}
 # LayerNorm's bf16 rows of 32768 and 65536 (since run ZZZZZK its rows of 65536 of one head split:
 # _FWD_SPLIT_LAYER_NORM; several heads keep these tiles): column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
@@ -255,6 +266,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
         return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
+    if not (residual or layer_norm) and (element_size, out_element_size) == (2, 4) and whole in _FWD_COLUMNS_RMS_4_BYTE_Y:
+        block_m, block_n, warps = _FWD_COLUMNS_RMS_4_BYTE_Y[whole]
+        return TileConfig(block_m, block_n, False, warps)
     if (not (residual or layer_norm) and element_size == out_element_size == 2
             and whole == _FWD_WHOLE_RELOAD_RMS_2_BYTE):
         return TileConfig(1, whole, True, num_warps=32, reload=True)
