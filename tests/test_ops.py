@@ -613,6 +613,18 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
                            out_element_size=2).split  # the fused add keeps its split rows
 
 
+def test_mixed_dtype_rows_of_32768_take_their_own_tiles():
+    """Rows of 32768 where x and y differ in size (run ZZZZZZI): RMSNorm's fp32 x with a 2-byte y holds the
+    whole row on 32 warps (not re-read; fp32 y keeps the re-read), LayerNorm's bf16 x with an fp32 y the whole
+    row too, not the three reads a bf16 y takes (config._FWD_LAYER_NORM_CENTERED)."""
+    pick = lambda size, out, ln: cfg.tile_config(32768, False, False, multiprocessors=132, layer_norm=ln,  # noqa: E731
+                                                 element_size=size, out_element_size=out)
+    assert pick(4, 2, False) == cfg.TileConfig(1, 32768, True, 32)
+    assert pick(4, 4, False) == cfg.TileConfig(1, 32768, True, 32, reload=True)
+    assert pick(2, 4, True) == cfg.TileConfig(1, 32768, True, 32)
+    assert pick(2, 2, True) == cfg.TileConfig(1, 8192, False, 16, centered_pass=True)
+
+
 def test_register_cap_wants_a_two_byte_y():
     """RMSNorm's whole 2-byte rows of 16384 / 32768 run under ptxas' 32-register cap only with a 2-byte
     y: a 4-byte y spills under it (run ZZZZL: bf16 x, fp32 y, 4096×16384 269.5 µs capped against 104.6
@@ -725,7 +737,7 @@ def test_wide_rows_take_their_family_s_tiles():
     ZZZZN-ZZZZP); the fused
     add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
     part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in
-    1 × 4096 on 8 warps, four an SM (run ZZZZM) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
+    1 × 4096 on 8 warps, four an SM (run ZZZZM; of 262144 too, holding their weight, run ZZZZZZI) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
     warps, four an SM (runs ZZZZL-M), RMSNorm's plain 2-byte rows of 65536 whole on 32 warps, re-read for y (run ZZZZK;
     else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
     ZZZE-ZZZF: LayerNorm 2 rows × 2048 — its rows of 32768 on 8 warps capped at 128 registers, run
@@ -759,8 +771,10 @@ def test_wide_rows_take_their_family_s_tiles():
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
         elif layer_norm:  # 16 KB tiles
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
-        elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072):  # 16 KB parts
-            expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True)  # (run ZZZZM)
+        elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072, 262144):  # 16 KB parts
+            # (run ZZZZM; rows of 262144 since run ZZZZZZI, holding their weight)
+            expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True,
+                                      hold_weight=cfg.next_power_of_2(n) == 262144)
         elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
             # 16 KB parts (ZZZZM), holding their weight (run ZZZZZZG)
             expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True, reload=True, hold_weight=True)

@@ -48,7 +48,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     The forward's whole rows of ≥ 4096 are re-read for y (reload, _FWD_RELOAD_MIN), plain 2-byte
     RMSNorm rows of ≥ 16384 with a 2-byte y under a register cap (max_registers, _FWD_RELOAD_CAP). LayerNorm's bf16
     rows of 32768 (65536 where they do not split) without a residual: column tiles read three times
-    (_FWD_LAYER_NORM_CENTERED).
+    (_FWD_LAYER_NORM_CENTERED; with a 4-byte y its rows of 32768 stay whole, _FWD_LAYER_NORM_WHOLE_4_BYTE_Y);
+    RMSNorm's fp32 x with a 2-byte y holds its rows of 32768, not re-read (_FWD_HELD_RMS_4_TO_2).
     Rows wider than 32768: LayerNorm's forward on staged 16 KB column tiles (_FWD_LAYER_NORM_COLUMNS),
     RMSNorm's on 16384-column tiles — its plain 2-byte rows of 65536 whole, re-read for y, one program
     an SM (_FWD_WHOLE_RELOAD_RMS_2_BYTE); the fused add's rows of more than 64 KB (fp32 32768 too) and

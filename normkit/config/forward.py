@@ -78,7 +78,9 @@ _FWD_SPLIT_RESIDUAL_STAGED = (1, 4096, 4, 8, 3)
 # (2048×131072 532.1 against its staged tiles' 384.0). fp32 x with a 2-byte y takes fp32's parts
 # (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm,
 # max_registers)}}
-_FWD_SPLIT_RMS_4_BYTE = {whole: (1, 4096, 8, 4, 0) for whole in (65536, 131072)}
+# ... and its 4-byte rows of 262144 (run ZZZZZZI `scan`, tools/tune.py, µs): fp32 1024×262144 591.1 against the
+# column tiles' 793.7 (held weight 534.3: _FWD_SPLIT_HOLD_WEIGHT), fp32 x with a bf16 y 436.2 against 626.9.
+_FWD_SPLIT_RMS_4_BYTE = {whole: (1, 4096, 8, 4, 0) for whole in (65536, 131072, 262144)}
 _FWD_SPLIT_RMS = {
     (4, 4): _FWD_SPLIT_RMS_4_BYTE,
     (4, 2): _FWD_SPLIT_RMS_4_BYTE,
@@ -150,8 +152,12 @@ _FWD_SPLIT_LAYER_NORM = {
 # weight too: run ZZZZZZH `y32` (tools/tune.py, 2 rounds, heuristic → held, µs) bf16 4096×65536 428.5 / 425.7 →
 # 420.7 / 422.5, 2048×131072 432.9 / 437.7 → 423.3 / 421.9, 1024×262144 451.8 / 450.1 → 433.4 / 431.6; fp16
 # 427.6 / 427.0 → 422.0 / 422.1, 436.0 / 434.3 → 421.9 / 421.2, 451.4 / 450.8 → 434.4 / 432.7 (−1 to −4 %).
-# {(layer_norm, x's element size, y's)} of the split parts that hold their weight and bias
-_FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4), (True, 4, 2), (False, 2, 2), (False, 2, 4)}
+# RMSNorm's fp32 parts of rows of 262144 hold theirs (run ZZZZZZI `scan`: 1024×262144 534.3 against 591.1; with a
+# bf16 y 450.1 against 436.2, not taken), not those of 65536 / 131072 (`final`: 595.1 / 592.7 against 560.9 / 556.6).
+# {(layer_norm, x's element size, y's): the row widths (whole) whose split parts hold their weight and bias}
+_EVERY_SPLIT = (65536, 131072, 262144)
+_FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4): _EVERY_SPLIT, (True, 4, 2): _EVERY_SPLIT, (False, 2, 2): _EVERY_SPLIT,
+                          (False, 2, 4): _EVERY_SPLIT, (False, 4, 4): (262144,)}
 # LayerNorm's bf16 rows of 32768 and 65536 (since run ZZZZZK its rows of 65536 of one head split:
 # _FWD_SPLIT_LAYER_NORM; several heads keep these tiles): column tiles read three times (centered_pass), as
 # torch.compile's kernel at 8192×32768 (tools/inductor_code.py, run ZZX: Σx, then Σ(x − mean)², then
@@ -166,6 +172,9 @@ _FWD_SPLIT_HOLD_WEIGHT = {(True, 4, 4), (True, 4, 2), (False, 2, 2), (False, 2, 
 # keeps its whole rows of 32768 and splits wider ones, _FWD_SPLIT_RESIDUAL).
 # (block_m, block_n, num_warps, max_registers)
 _FWD_LAYER_NORM_CENTERED = {32768: (1, 8192, 16, 0), 65536: (1, 16384, 32, 32)}
+# ... but with a 4-byte y its rows of 32768 stay whole (1 × 32768 on 32 warps, not re-read; run ZZZZZZI `scan`,
+# bf16 x, fp32 y, 8192×32768: 431.9 µs against the three reads' 450.3).
+_FWD_LAYER_NORM_WHOLE_4_BYTE_Y = (32768,)
 # RMSNorm's 2-byte rows of 65536 without a residual: one whole row on 32 warps re-read for y (ptxas,
 # sm_90: 57 registers, 0 B spilled: one program an SM, 132 rows = 17 MB in flight), not column tiles
 # (two an SM: 264 rows = 33 MB, whose second reads miss the 50 MB L2). Run ZZZZJ (Nsight Compute,
@@ -203,6 +212,9 @@ _FWD_ROWS = {2048: (1, 4)}
 # 67.7 → 66.5, ×8192 131.5 → 130.6, 4096×16384 112.7 → 73.2. Not below 4096 (rows of 2048: ±0.3,
 # LayerNorm +1.1), nor LayerNorm fp32 ×4096 (2 × 4096 tile: 131.4 → 133.0) or ×32768 (±1.5).
 _FWD_RELOAD_MIN = 4096
+# ... but RMSNorm's fp32 x with a 2-byte y holds its rows of 32768 (run ZZZZZZI `scan`, 8192×32768 on 32 warps:
+# 386.3 µs held against 433.6 re-read; 16 warps 386.7).
+_FWD_HELD_RMS_4_TO_2 = (32768,)
 # ... but the fused LayerNorm's rows of 16384 hold the row (run ZZZZZG's sweep, tools/tune.py --config
 # --residual, 4096×16384, µs): 1 × 16384 on 16 warps bf16 138.2 held against 143.6 re-read (32 warps
 # 143.6), fp32 272.7 against 292.3 (32 warps re-read 277.4, staged 1 × 1024 parts 279.0).
@@ -249,8 +261,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
                           reload=True,
-                          hold_weight=(layer_norm, element_size, out_element_size) in _FWD_SPLIT_HOLD_WEIGHT)
-    if layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED:
+                          hold_weight=whole in _FWD_SPLIT_HOLD_WEIGHT.get((layer_norm, element_size, out_element_size), ()))
+    if (layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED
+            and not (out_element_size == 4 and whole in _FWD_LAYER_NORM_WHOLE_4_BYTE_Y)):
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
     block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
@@ -278,7 +291,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     two_byte = element_size == out_element_size == 2 and (not residual or residual_element_size == 2)
     held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and two_byte else 0
     reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and (
-        whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
+        whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL)) and not (
+        not (layer_norm or residual) and (element_size, out_element_size) == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2)
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
         return TileConfig(block_m, whole, True, warps, reload=reload)
