@@ -121,6 +121,15 @@ short_tiles() {
           s/centered_pass=True/two/; s/, / /g; s/\)$//'
 }
 
+# forward_split_checks: the split forward's GPU checks of a landing tree, in check mode (run from its root) —
+# tests/test_split_rows.py's forward cases, tests/test_ops.py's wide and split cases, memcheck of every split
+# forward the heuristics pick.
+forward_split_checks() {
+  TESTS_LOG=split checked_tests 240 tests/test_split_rows.py -k "forward"
+  TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "wide or split"
+  memcheck_split fwd 100
+}
+
 # patched_copy DIR [-R] PATCH...: this checkout's normkit, tools, tests and pyproject.toml copied to DIR
 # with each PATCH applied in order — reversed where "-R" precedes it (the build before a change the tree
 # holds) — an experiment's build, for an A/B or its tests; says so if one fails.

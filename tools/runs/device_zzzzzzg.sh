@@ -42,9 +42,7 @@ y32) TUNE_LIMIT=120 tune_in "$PWD" --kind fwd --family rms --dtype bf16 --out-dt
     TUNE_LIMIT=120 tune_in "$PWD" --kind fwd --family $fam --dtype bf16 --shapes 4096x65536,2048x131072 \
         --config 1x2048:4:split:a3:p8:hold | tee -a "$L/fused.log"
   done ;;
-checks) TESTS_LOG=split checked_tests 240 tests/test_split_rows.py -k "forward"
-  TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "wide or split"
-  memcheck_split fwd 100 ;;
+checks) forward_split_checks ;;
 *) echo "unknown call $call"; exit 2 ;;
 esac
 done

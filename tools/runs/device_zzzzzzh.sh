@@ -75,9 +75,7 @@ final) for d in bf16 fp16; do
     timeout 120 python3 tools/out_dtype_peer.py --dtype $d --out-dtype fp32 --shapes 8192x32768,4096x65536 2>&1 \
       | grep -v Warning | tee -a "$L/final.log"
   done ;;
-checks) TESTS_LOG=split checked_tests 240 tests/test_split_rows.py -k "forward"
-  TESTS_LOG=ops checked_tests 120 tests/test_ops.py -k "wide or split"
-  memcheck_split fwd 100 ;;
+checks) forward_split_checks ;;
 *) echo "unknown call $call"; exit 2 ;;
 esac
 done
