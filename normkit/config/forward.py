@@ -76,7 +76,7 @@ _FWD_SPLIT_RESIDUAL_STAGED = (1, 4096, 4, 8, 3)
 # warps and the column tiles' 686.4 (`verify`). Session 14's 1 × 4096 parts of bf16 x and y on 8
 # warps, 4 an SM, ran 398-415 at 131072. Not the 2-byte rows of 65536 with a 2-byte y (whole rows, below), nor LayerNorm
 # (2048×131072 532.1 against its staged tiles' 384.0). fp32 x with a 2-byte y takes fp32's parts
-# (not measured). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm,
+# (measured at 262144 only: below). {(x's element size, y's): {whole: (block_m, block_n, num_warps, programs_per_sm,
 # max_registers)}}
 # ... and its 4-byte rows of 262144 (run ZZZZZZI `scan`, tools/tune.py, µs): fp32 1024×262144 591.1 against the
 # column tiles' 793.7 (held weight 534.3: _FWD_SPLIT_HOLD_WEIGHT), fp32 x with a bf16 y 436.2 against 626.9.
@@ -290,9 +290,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     # LayerNorm's rows held under a register cap where x, y and the residual are all 2-byte
     two_byte = element_size == out_element_size == 2 and (not residual or residual_element_size == 2)
     held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and two_byte else 0
-    reload = whole >= _FWD_RELOAD_MIN and not (layer_norm and (
-        whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL)) and not (
-        not (layer_norm or residual) and (element_size, out_element_size) == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2)
+    held_rms = not (layer_norm or residual) and (element_size, out_element_size) == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2
+    reload = whole >= _FWD_RELOAD_MIN and not held_rms and not (layer_norm and (
+        whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
         return TileConfig(block_m, whole, True, warps, reload=reload)
