@@ -261,7 +261,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
                           reload=True,
-                          hold_weight=whole in _FWD_SPLIT_HOLD_WEIGHT.get((layer_norm, element_size, out_element_size), ()))
+                          hold_weight=whole in _FWD_SPLIT_HOLD_WEIGHT.get((layer_norm, element_size, out_element_size),
+                                                                          ()))
     if (layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED
             and not (out_element_size == 4 and whole in _FWD_LAYER_NORM_WHOLE_4_BYTE_Y)):
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
@@ -279,7 +280,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
         return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
-    if not (residual or layer_norm) and (element_size, out_element_size) == (2, 4) and whole in _FWD_COLUMNS_RMS_4_BYTE_Y:
+    sizes = (element_size, out_element_size)
+    if not (residual or layer_norm) and sizes == (2, 4) and whole in _FWD_COLUMNS_RMS_4_BYTE_Y:
         block_m, block_n, warps = _FWD_COLUMNS_RMS_4_BYTE_Y[whole]
         return TileConfig(block_m, block_n, False, warps)
     if (not (residual or layer_norm) and element_size == out_element_size == 2
@@ -290,7 +292,7 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     # LayerNorm's rows held under a register cap where x, y and the residual are all 2-byte
     two_byte = element_size == out_element_size == 2 and (not residual or residual_element_size == 2)
     held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and two_byte else 0
-    held_rms = not (layer_norm or residual) and (element_size, out_element_size) == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2
+    held_rms = not (layer_norm or residual) and sizes == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2
     reload = whole >= _FWD_RELOAD_MIN and not held_rms and not (layer_norm and (
         whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
