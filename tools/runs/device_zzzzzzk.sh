@@ -15,6 +15,10 @@
 #    instructions: session 36's 11 % fewer left LayerNorm bf16 unmoved); land on ≤ −2 % everywhere with `checks` passing.
 #  - `checks` (~4 min, the patch): tests/test_split_rows.py -k forward, tests/test_properties.py -k "gpu_heuristic or
 #    public_api" (hypothesis' means and scales against float64) in check mode, memcheck of the split forward.
+#  - `scanres` (~4 min, HEAD): the fused forwards with bf16 x and an fp32 residual (`--residual-dtype fp32`, the
+#    residual stream kept in fp32), outside the grid since run ZZZZN: tools/tune.py's heuristic against every
+#    candidate at 8192×32768 (whole rows) and against split parts of 4-8 KB at 4096×65536, the fused add and the
+#    fused LayerNorm — run ZZZZZZI's method, which found four forward tiles 4-33 % slow. Prediction: within 3 %.
 #  Outcome: (filled in after the run)
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
@@ -24,7 +28,7 @@ shifted_arm() {
   heuristic_in "$1" 60 --kind fwd --family layer_norm --dtype fp32 --shapes 4096x65536
   heuristic_in "$1" 60 --kind fwd --family layer_norm --residual --dtype bf16 --shapes 4096x65536
 }
-for call in "${@:?ab|checks ...}"; do
+for call in "${@:?ab|checks|scanres ...}"; do
 case $call in
 ab) [ -d $P ] || patched_copy $P docs/experiments/split-forward-shifted-stats.patch
   ab_rounds 2 shifted_arm "$PWD" $P | tee -a "$L/ab.log" ;;
@@ -33,6 +37,14 @@ checks) [ -d $P ] || patched_copy $P docs/experiments/split-forward-shifted-stat
     TESTS_LOG=split checked_tests 240 tests/test_split_rows.py -k forward
     TESTS_LOG=props checked_tests 150 tests/test_properties.py -k "gpu_heuristic or public_api"
     memcheck_split fwd 100 ) ;;
+scanres) top() { sort -k4 -n | head -6; }
+  for fam in fused_add "layer_norm --residual"; do
+    TUNE_LIMIT=60 tune_in "$PWD" --kind fwd --family $fam --dtype bf16 --residual-dtype fp32 --shapes 8192x32768 \
+        | top | tee -a "$L/scanres.log"
+    TUNE_LIMIT=60 tune_in "$PWD" --kind fwd --family $fam --dtype bf16 --residual-dtype fp32 --shapes 4096x65536 \
+        --config 1x2048:4:split:a3:p8 --config 1x1024:8:split:reload:p4 --config 1x2048:8:split:reload:p4 \
+        | top | tee -a "$L/scanres.log"
+  done ;;
 *) echo "unknown call $call"; exit 2 ;;
 esac
 done
