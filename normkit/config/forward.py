@@ -255,16 +255,16 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
         block_m, warps = _FWD_LAYER_NORM_4_BYTE[whole]
         return TileConfig(block_m, whole, True, warps)
     # RMSNorm's and LayerNorm's rows without a residual, one weight head: split by their tables
+    sizes = (element_size, out_element_size)
     split_table = _FWD_SPLIT_LAYER_NORM if layer_norm else _FWD_SPLIT_RMS
-    split = split_table.get((element_size, out_element_size), {}).get(whole)
+    split = split_table.get(sizes, {}).get(whole)
     if not residual and heads == 1 and split is not None and cdiv(n, split[1]) <= multiprocessors:
         block_m, block_n, warps, per_sm, cap = split
         return TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True, max_registers=cap,
                           reload=True,
-                          hold_weight=whole in _FWD_SPLIT_HOLD_WEIGHT.get((layer_norm, element_size, out_element_size),
-                                                                          ()))
+                          hold_weight=whole in _FWD_SPLIT_HOLD_WEIGHT.get((layer_norm, *sizes), ()))
     if (layer_norm and element_size == 2 and not residual and whole in _FWD_LAYER_NORM_CENTERED
-            and not (out_element_size == 4 and whole in _FWD_LAYER_NORM_WHOLE_4_BYTE_Y)):
+            and not (sizes == (2, 4) and whole in _FWD_LAYER_NORM_WHOLE_4_BYTE_Y)):
         block_m, block_n, warps, cap = _FWD_LAYER_NORM_CENTERED[whole]
         return TileConfig(block_m, block_n, False, warps, centered_pass=True, max_registers=cap)
     block_m, part_bytes, warps, per_sm = _FWD_SPLIT_RESIDUAL
@@ -280,7 +280,6 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     if whole > _MAX_ONE_TILE_FWD and layer_norm:
         block_m, tile_bytes, warps, stages = _FWD_LAYER_NORM_COLUMNS
         return TileConfig(block_m, tile_bytes // element_size, False, warps, column_stages=stages)
-    sizes = (element_size, out_element_size)
     if not (residual or layer_norm) and sizes == (2, 4) and whole in _FWD_COLUMNS_RMS_4_BYTE_Y:
         block_m, block_n, warps = _FWD_COLUMNS_RMS_4_BYTE_Y[whole]
         return TileConfig(block_m, block_n, False, warps)
