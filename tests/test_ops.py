@@ -625,6 +625,28 @@ def test_mixed_dtype_rows_of_32768_take_their_own_tiles():
     assert pick(2, 2, True) == cfg.TileConfig(1, 8192, False, 16, centered_pass=True)
 
 
+def test_fused_forwards_with_a_4_byte_residual_take_their_own_whole_rows():
+    """2-byte x with a 4-byte residual (the residual stream kept in fp32; runs ZZZZZZK-ZZZZZZM): the fused add
+    and the fused LayerNorm hold their whole rows of 8192 and 32768 (not re-read), the fused LayerNorm's rows of
+    16384 and 32768 on 4 and 8 warps; a 2-byte residual keeps its tiles (ZZZZZZL: held, its rows of 32768 lost),
+    as do the fused add's rows of 16384 (re-read)."""
+    def pick(n, layer_norm, residual_size):
+        return cfg.tile_config(n, False, False, multiprocessors=132, residual=True, layer_norm=layer_norm,
+                               element_size=2, residual_element_size=residual_size)
+
+    for layer_norm in (False, True):
+        for n in (8192, 32768):
+            held, narrow = pick(n, layer_norm, 4), pick(n, layer_norm, 2)
+            assert held.one_tile and held.block_n == n and not held.reload, (n, layer_norm, held)
+            # a 2-byte residual re-reads them (but the fused LayerNorm's rows of 32768, held on 32 warps)
+            assert narrow.reload == (not (layer_norm and n == 32768)), (n, layer_norm, narrow)
+    warps = {(False, 8192): 16, (False, 16384): 16, (False, 32768): 32, (True, 8192): 8, (True, 16384): 4,
+             (True, 32768): 8}
+    for (layer_norm, n), expected in warps.items():
+        assert pick(n, layer_norm, 4).num_warps == expected, (layer_norm, n, pick(n, layer_norm, 4))
+    assert pick(16384, False, 4).reload and pick(32768, True, 2).num_warps == 32
+
+
 def test_register_cap_wants_a_two_byte_y():
     """RMSNorm's whole 2-byte rows of 16384 / 32768 run under ptxas' 32-register cap only with a 2-byte
     y: a 4-byte y spills under it (run ZZZZL: bf16 x, fp32 y, 4096×16384 269.5 µs capped against 104.6

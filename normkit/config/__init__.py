@@ -73,7 +73,9 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     the wider (_FWD_SPLIT_RMS), and its 2-byte rows of 32768 with a 4-byte y walk 16384-column tiles
     (_FWD_COLUMNS_RMS_4_BYTE_Y).
     residual_element_size: bytes per element of the forward's residual (the wider of the residual
-    and residual_out; 0: as x's): sizes the fused forward's split parts.
+    and residual_out; 0: as x's): sizes the fused forward's split parts; a 4-byte residual beside 2-byte x
+    holds the fused forwards' whole rows of 8192 and 32768 (not re-read, _FWD_HELD_4_BYTE_RESIDUAL) and
+    puts the fused LayerNorm's rows of 16384 / 32768 on fewer warps (_FWD_LAYER_NORM_4_BYTE_RESIDUAL_WARPS).
     vector_aligned: the backward's rows load as 16-byte vectors (N and every row stride multiples
     of 16 elements, unit column strides, 16-byte aligned pointers: what a launch specialises).
     Staging needs it — cp.async copies 4-16 bytes, so Triton's pipeliner leaves scalar 2-byte

@@ -219,6 +219,16 @@ _FWD_HELD_RMS_4_TO_2 = (32768,)
 # --residual, 4096×16384, µs): 1 × 16384 on 16 warps bf16 138.2 held against 143.6 re-read (32 warps
 # 143.6), fp32 272.7 against 292.3 (32 warps re-read 277.4, staged 1 × 1024 parts 279.0).
 _FWD_HELD_LAYER_NORM_RESIDUAL = (16384,)
+# The fused forwards' 2-byte x with a 4-byte residual (the residual stream kept in fp32) hold their rows of 8192 and
+# 32768, not re-read, and the fused LayerNorm's rows of 16384 / 32768 take fewer warps (whole: num_warps). Runs
+# ZZZZZZK `scanres` / ZZZZZZL `sweep` (tools/tune.py --residual-dtype fp32, every candidate, the heuristic in the same
+# process, bf16, µs): the fused add 8192×32768 782.4 held on 32 warps against 982.9 re-read, 16384×8192 391.6 held on
+# 16 against 407.2 (2 × 8192 on 32: 387.0), not 4096×16384 (199.0 re-read, 200.3-203.2 held); the fused LayerNorm
+# 8192×32768 822.3 on 8 warps against 872.6 on 32, 4096×16384 208.4 on 4 against 215.5 on 16, 16384×8192 393.3 held
+# against 407.7 re-read. Not with a 2-byte residual (run ZZZZZZL `ab`, 8192×32768: the fused add 510 → 520 held,
+# the fused LayerNorm 557 → 646-651 on 8 warps).
+_FWD_HELD_4_BYTE_RESIDUAL = (8192, 32768)
+_FWD_LAYER_NORM_4_BYTE_RESIDUAL_WARPS = {16384: 4, 32768: 8}
 # LayerNorm's 2-byte rows of 16384 with a 2-byte y (and residual) held under a 64-register cap, plain or
 # fused: two programs of 16 warps an SM. Nsight Compute (run ZZZZZK `ncu`, 4096×16384 bf16): the held
 # tile uncapped ran one program an SM (block limit: registers; 23 % achieved occupancy, 109.7 µs),
@@ -292,7 +302,9 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     two_byte = element_size == out_element_size == 2 and (not residual or residual_element_size == 2)
     held_cap = _FWD_HELD_LAYER_NORM_CAP.get(whole, 0) if layer_norm and two_byte else 0
     held_rms = not (layer_norm or residual) and sizes == (4, 2) and whole in _FWD_HELD_RMS_4_TO_2
-    reload = whole >= _FWD_RELOAD_MIN and not held_rms and not (layer_norm and (
+    wide_residual = residual and element_size == 2 and residual_element_size == 4
+    held_residual = wide_residual and whole in _FWD_HELD_4_BYTE_RESIDUAL
+    reload = whole >= _FWD_RELOAD_MIN and not (held_rms or held_residual) and not (layer_norm and (
         whole == _MAX_ONE_TILE_FWD or held_cap or residual and whole in _FWD_HELD_LAYER_NORM_RESIDUAL))
     if layer_norm and whole in _FWD_LAYER_NORM:
         block_m, warps = _FWD_LAYER_NORM[whole]
@@ -305,6 +317,8 @@ def forward_tile(n: int, whole: int, heads: int, multiprocessors: int, residual:
     warps = _num_warps(block_m * whole, cap=32 if whole > 16384 else 16)
     if reload and whole == _FWD_RELOAD_MIN and not layer_norm and (residual or element_size == 4):
         warps = _FWD_RELOAD_4096_WIDE_WARPS
+    if layer_norm and wide_residual:
+        warps = _FWD_LAYER_NORM_4_BYTE_RESIDUAL_WARPS.get(whole, warps)
     capped = (reload and whole >= _FWD_RELOAD_CAP_MIN and not (layer_norm or residual)
               and element_size == out_element_size == 2)
     return TileConfig(block_m, whole, True, warps, reload=reload,

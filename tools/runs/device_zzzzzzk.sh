@@ -19,7 +19,10 @@
 #    residual stream kept in fp32), outside the grid since run ZZZZN: tools/tune.py's heuristic against every
 #    candidate at 8192×32768 (whole rows) and against split parts of 4-8 KB at 4096×65536, the fused add and the
 #    fused LayerNorm — run ZZZZZZI's method, which found four forward tiles 4-33 % slow. Prediction: within 3 %.
-#  Outcome: (filled in after the run)
+#  Outcome (session 40; what session 40 kept, it did not land): `scanres` found the fused forwards' bf16 x with an
+#  fp32 residual at 8192×32768 slow (the fused add's whole row re-read 982.9 µs against 782.4 held on 32 warps, the
+#  fused LayerNorm 872.6 on 32 warps against 822.3 on 8) — run ZZZZZZL. `ab` / `checks` left no record; `ab` is
+#  repeated in run ZZZZZZN (session 41).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 P=/tmp/ab/shifted
