@@ -30,6 +30,9 @@ RESIDUAL_SCENARIOS = (False, True)
 LAYER_NORM_SCENARIOS = (False, True)
 # The backward joins its row sums on more tiles for 4-byte elements: it asks for both sizes.
 ELEMENT_SIZE_SCENARIOS = (2, 4)
+# The fused forwards hold some whole rows of 2-byte x beside a 4-byte residual (config/forward.py
+# _FWD_HELD_4_BYTE_RESIDUAL): the forward's enumeration asks for the residual's size as x's (0) and 4.
+RESIDUAL_ELEMENT_SIZE_SCENARIOS = (0, 4)
 # The backward stages 2-byte rows only where they load as 16-byte vectors (vector_aligned): the
 # others keep the prefetching tiles, so the 2-byte enumeration asks for both.
 VECTOR_ALIGNED_SCENARIOS = (True, False)
@@ -43,9 +46,10 @@ def _picker():
     """tile_config without its cache (keeps the library's lru_cache small)."""
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
     return lambda n, backward, interpret, heads, sms, residual, layer_norm=False, element_size=2, aligned=True, \
-        recompute=False: pick(n, backward, interpret, heads=heads, multiprocessors=sms, residual=residual,
-                              layer_norm=layer_norm, element_size=element_size, vector_aligned=aligned,
-                              recompute=recompute)
+        recompute=False, residual_size=0: pick(n, backward, interpret, heads=heads, multiprocessors=sms,
+                                               residual=residual, layer_norm=layer_norm, element_size=element_size,
+                                               vector_aligned=aligned, recompute=recompute,
+                                               residual_element_size=residual_size)
 
 
 def heuristic_configs(backward: bool, interpret: bool = False, n_max: int = N_MAX
@@ -62,20 +66,21 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     # the forward splits only the fused add's rows of one head: one head and eight reach its choices
     scenarios = ((1, 0),) if interpret else GPU_SCENARIOS if backward else GPU_SCENARIOS[:2]
     pick = _picker()
-    # (residual, layer_norm, element size, vector aligned, recompute): the backward's fused-add, LayerNorm
-    # and 4-byte tiles, its unstaged 2-byte ones and the recomputing backward's staged ones, the forward's
-    # fused-add and LayerNorm tiles (4-byte ones included)
-    variants = ((False, False, 2, True, False),) if interpret else (
-        tuple(v for v in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
-                                           VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS)
+    # (residual, layer_norm, element size, vector aligned, recompute, residual size): the backward's fused-add,
+    # LayerNorm and 4-byte tiles, its unstaged 2-byte ones and the recomputing backward's staged ones, the
+    # forward's fused-add and LayerNorm tiles (4-byte ones included; 2-byte x beside a 4-byte residual too)
+    variants = ((False, False, 2, True, False, 0),) if interpret else (
+        tuple((*v, 0) for v in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, ELEMENT_SIZE_SCENARIOS,
+                                                 VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS)
               if (v[2] == 2 or v[3]) and (v[3] or not v[4])) if backward
-        else tuple((residual, ln, size, True, False) for residual in RESIDUAL_SCENARIOS
-                   for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS))
+        else tuple((residual, ln, size, True, False, res_size) for residual in RESIDUAL_SCENARIOS
+                   for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS
+                   for res_size in RESIDUAL_ELEMENT_SIZE_SCENARIOS if not res_size or (residual and size == 2)))
     for heads, sms in scenarios:
-        for residual, layer_norm, element_size, aligned, recompute in variants:
+        for residual, layer_norm, element_size, aligned, recompute, residual_size in variants:
             for n in range(1, n_max + 1):
                 config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size, aligned,
-                              recompute)
+                              recompute, residual_size)
                 lo, hi = found.get(config, (n, n))
                 found[config] = (min(lo, n), max(hi, n))
     return found
@@ -177,7 +182,8 @@ def coverage_lines(interpret: bool = False) -> List[str]:
     for backward in (False, True):
         configs = heuristic_configs(backward, interpret, INTERPRET_N_MAX if interpret else N_MAX)
         gpu = ("GPU, H200 (132 SMs), heads 1 and 8, with and without a residual, 2- and 4-byte elements" if backward
-               else "GPU, RMSNorm, the fused add and LayerNorm, 2- and 4-byte elements")
+               else "GPU, RMSNorm, the fused add and LayerNorm, 2- and 4-byte elements, 2-byte x beside a 4-byte "
+                    "residual")
         where = "interpreter" if interpret else gpu
         lines.append(f"{'backward' if backward else 'forward'} ({where} heuristics): {len(configs)} configurations")
         for config, (lo, hi) in sorted(configs.items(), key=lambda item: item[1]):

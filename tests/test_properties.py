@@ -458,6 +458,10 @@ def test_gpu_heuristics_enumeration():
                                          layer_norm=layer_norm, element_size=size, vector_aligned=aligned,
                                          recompute=recompute)
                 assert picked in configs, (n, heads, residual, layer_norm, size, aligned, recompute, picked)
+                if not backward and residual and size == 2:  # the fused forwards' 4-byte residual
+                    picked = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=True,
+                                             layer_norm=layer_norm, element_size=2, residual_element_size=4)
+                    assert picked in configs, (n, heads, layer_norm, "4-byte residual", picked)
         problems = [p for p in GPU_PROBLEMS if p.backward == backward]
         assert {p.config for p in problems} == set(configs)
         for p in problems:
