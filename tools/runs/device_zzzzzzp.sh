@@ -9,7 +9,7 @@
 #  - `checks` (~3 min): the GPU's every-heuristic-config test (tests/test_properties.py, forward; its enumeration now
 #    has 2-byte x beside a 4-byte residual, whose four held tiles it missed) and tests/test_ops.py's tile cases, in
 #    check mode.
-#  Outcome: (filled in after the run)
+#  Outcome: not run in session 41 (every machine start after run ZZZZZZO was refused).
 source tools/device_env.sh
 export CUDA_VISIBLE_DEVICES=0
 for call in "${@:?peer|checks ...}"; do
