@@ -306,3 +306,31 @@ def test_out_dtype_peer_refuses_bad_shapes_and_a_missing_gpu(argv, message, caps
         _tool("out_dtype_peer").main(argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("layer_norm", [False, True], ids=["rms", "layer_norm"])
+@pytest.mark.parametrize("fp32_residual", [False, True], ids=["plain", "fp32_residual"])
+def test_out_dtype_peer_times_the_same_forward_for_both(device, layer_norm, fp32_residual):
+    """tools/out_dtype_peer.py times normkit and torch.compile on one composite: normkit's forward (prenorm with
+    a residual) against the composite in float64 — y within bf16's rounding, residual_out equal to the
+    composite's h stored in the residual's dtype — and the composite's float32 result the same function."""
+    import torch
+
+    tool = _tool("out_dtype_peer")
+    res_dtype = torch.float32 if fp32_residual else None
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(5, 96, generator=g).to(device=device, dtype=torch.bfloat16)
+    w = (torch.rand(96, generator=g) + 0.5).to(device=device, dtype=torch.bfloat16)
+    b = torch.randn(96, generator=g).to(device=device, dtype=torch.bfloat16) if layer_norm else None
+    r = None if res_dtype is None else torch.randn(5, 96, generator=g).to(device=device, dtype=res_dtype)
+    got = tool.normkit_out(x, w, b, r, tool.EPS, torch.bfloat16)
+    want = tool.composite_out(x, w, b, r, tool.EPS, torch.float64, compute=torch.float64)
+    eager = tool.composite_out(x, w, b, r, tool.EPS, torch.bfloat16)
+    if r is not None:
+        assert got[1].dtype == res_dtype and torch.equal(got[1], eager[1])
+        assert torch.equal(eager[1].double(), want[1].to(res_dtype).double())
+        got, want, eager = got[0], want[0], eager[0]
+    assert got.dtype == eager.dtype == torch.bfloat16
+    scale = want.abs().max().item()
+    assert (got.double() - want).abs().max().item() <= 2 ** -7 * scale  # bf16 rounding (truncated: interpreter)
+    assert (eager.double() - want).abs().max().item() <= 2 ** -8 * scale
