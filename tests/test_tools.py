@@ -209,21 +209,6 @@ def test_bench_tables_write_replaces_the_tables_and_the_raw_rows(tmp_path):
         tool.main([str(copy), "--benchmarks", str(copy), "--write"])
 
 
-def test_offset_probe_says_it_needs_a_gpu(capsys, monkeypatch):
-    """tools/offset_probe.py times kernels on a CUDA GPU: without one it stops with a message and
-    exit status 2 (argparse's), not a traceback."""
-    import sys
-
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(sys, "argv", ["offset_probe.py", "--separate", "--bench-inputs", "--swap", "fresh-copies"])
-    with pytest.raises(SystemExit) as stop:
-        _tool("offset_probe").main()
-    assert stop.value.code == 2
-    assert "times kernels on a CUDA GPU; none is visible" in capsys.readouterr().err
-
-
 def test_ptx_stats_finds_the_row_loop_in_sass():
     """--sass: nvdisasm's text parsed into (address, opcode, branch target, source line); the row
     loop is the widest backward branch (the poll loop inside it is narrower); the report counts its
@@ -275,62 +260,3 @@ def test_inductor_code_refuses_a_negative_launch_count(capsys):
         _tool("inductor_code").main(["--launches", "-1"])
     assert stop.value.code == 2
     assert "--launches is a count of launches (0: time them instead), got -1" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("spec", ["8x", "8x131072x3", "0x4096", "ax4096", "8x4096x2x1"])
-def test_time_finisher_refuses_a_malformed_partials_spec(spec, capsys):
-    with pytest.raises(SystemExit) as stop:
-        _tool("time_finisher").main(["--partials", f"16x65536,{spec}"])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert "--partials takes GxN or GxNxK" in err and repr(spec) in err
-
-
-def test_cluster_probe_refuses_no_rounds(capsys):
-    with pytest.raises(SystemExit) as stop:
-        _tool("cluster_probe").main(["--rounds", "0", "--compile-only"])
-    assert stop.value.code == 2
-    assert "--rounds is a count of round trips, at least 1, got 0" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("argv,message", [(["--shapes", "4096x"], "--shapes expects MxN"),
-                                          (["--shapes", "0x8"], "--shapes expects MxN"),
-                                          (["--shapes", "4x8"], "needs a CUDA GPU")])
-def test_out_dtype_peer_refuses_bad_shapes_and_a_missing_gpu(argv, message, capsys, monkeypatch):
-    """tools/out_dtype_peer.py: a malformed --shapes, or no GPU, is argparse's exit status 2 with the
-    reason — the shapes checked before the GPU is looked for."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(SystemExit) as stop:
-        _tool("out_dtype_peer").main(argv)
-    assert stop.value.code == 2
-    assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("layer_norm", [False, True], ids=["rms", "layer_norm"])
-@pytest.mark.parametrize("fp32_residual", [False, True], ids=["plain", "fp32_residual"])
-def test_out_dtype_peer_times_the_same_forward_for_both(device, layer_norm, fp32_residual):
-    """tools/out_dtype_peer.py times normkit and torch.compile on one composite: normkit's forward (prenorm with
-    a residual) against the composite in float64 — y within bf16's rounding, residual_out equal to the
-    composite's h stored in the residual's dtype — and the composite's float32 result the same function."""
-    import torch
-
-    tool = _tool("out_dtype_peer")
-    res_dtype = torch.float32 if fp32_residual else None
-    g = torch.Generator().manual_seed(3)
-    x = torch.randn(5, 96, generator=g).to(device=device, dtype=torch.bfloat16)
-    w = (torch.rand(96, generator=g) + 0.5).to(device=device, dtype=torch.bfloat16)
-    b = torch.randn(96, generator=g).to(device=device, dtype=torch.bfloat16) if layer_norm else None
-    r = None if res_dtype is None else torch.randn(5, 96, generator=g).to(device=device, dtype=res_dtype)
-    got = tool.normkit_out(x, w, b, r, tool.EPS, torch.bfloat16)
-    want = tool.composite_out(x, w, b, r, tool.EPS, torch.float64, compute=torch.float64)
-    eager = tool.composite_out(x, w, b, r, tool.EPS, torch.bfloat16)
-    if r is not None:
-        assert got[1].dtype == res_dtype and torch.equal(got[1], eager[1])
-        assert torch.equal(eager[1].double(), want[1].to(res_dtype).double())
-        got, want, eager = got[0], want[0], eager[0]
-    assert got.dtype == eager.dtype == torch.bfloat16
-    scale = want.abs().max().item()
-    assert (got.double() - want).abs().max().item() <= 2 ** -7 * scale  # bf16 rounding (truncated: interpreter)
-    assert (eager.double() - want).abs().max().item() <= 2 ** -8 * scale
