@@ -8,6 +8,7 @@ as the real classes and as tiny LlamaForCausalLM / Qwen3ForCausalLM / Gemma2ForC
 import copy
 import inspect
 import io
+import logging
 import warnings
 
 import pytest
@@ -242,7 +243,12 @@ def test_code_matching_ignores_form_but_not_content():
         return me.weight * x.to(dtype)
 """
     assert hf.canonical(llama) == hf.canonical(reformatted)
-    for changed in (llama.replace("variance_epsilon", "eps"), llama.replace("mean(-1", "mean(-2"),
+    # transformers renames epsilon between releases: either name matches, and the recipe reads that one
+    renamed = llama.replace("variance_epsilon", "eps")
+    assert hf.canonical(renamed) == hf.canonical(llama)
+    assert (hf.eps_attribute(renamed), hf.eps_attribute(llama)) == ("eps", "variance_epsilon")
+    assert hf.eps_attribute(renamed + llama) is None  # both names: ambiguous, not recognised
+    for changed in (llama.replace("variance_epsilon", "epsilon"), llama.replace("mean(-1", "mean(-2"),
                     llama.replace("self.weight * hidden_states.to(input_dtype)",
                                   "(self.weight * hidden_states).to(input_dtype)")):
         assert hf.canonical(changed) != hf.canonical(llama)
@@ -265,6 +271,24 @@ def test_unrecognised_norms_are_left_alone_with_a_warning_naming_them():
     for name in ("ScaledRMSNorm at '1'", "OffsetRMSNorm at '2'", "TorchSubclassRMSNorm at '3'", "RMSNorm at '5'"):
         assert name in message, message
     assert [type(m) for m in model][1:4] == before[1:4] and type(model[5]) is nn.RMSNorm
+
+
+def test_patch_reports_and_logs_what_it_switched(caplog):
+    """patch() returns an int equal to the count that also lists the modules per class, and logs one
+    INFO line per class switched and a WARNING for what it left alone on the "normkit" logger."""
+    model = nn.Sequential(nn.RMSNorm(8), nn.RMSNorm(8), nn.LayerNorm(8), ScaledRMSNorm(8))
+    with caplog.at_level(logging.INFO, logger="normkit"), pytest.warns(UserWarning, match="left 1 module"):
+        report = normkit.patch(model)
+    assert report == 3 and isinstance(report, int) and int(report) == 3
+    assert report.switched == {"RMSNorm": ["0", "1"], "LayerNorm": ["2"]}
+    assert report.left_alone == {("ScaledRMSNorm", "forward not recognised"): ["3"]}
+    assert repr(report) == "PatchReport(3 switched (RMSNorm: 2, LayerNorm: 1), 1 left alone)"
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "normkit"]
+    assert ("INFO", "normkit.patch: 2 RMSNorm module(s) now run on normkit: '0', '1'") in records
+    assert ("INFO", "normkit.patch: 1 LayerNorm module(s) now run on normkit: '2'") in records
+    assert any(level == "WARNING" and "ScaledRMSNorm at '3'" in text for level, text in records)
+    again = normkit.patch(model[:3])
+    assert again == 0 and again.switched == {} and repr(again) == "PatchReport(0 switched, 0 left alone)"
 
 
 @pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")

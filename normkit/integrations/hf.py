@@ -2,8 +2,9 @@
 
 A class is recognised by its name (ends with "RMSNorm") and by its code: the source of its
 `forward` (and `_norm`, which some forwards call) must be, up to formatting, comments, type
-annotations and local variable names, one of the `TEMPLATES` below, copied from transformers.
-Anything else — a renamed attribute, a subclass that overrides `forward`, a forward that rounds
+annotations, local variable names and the name of the epsilon attribute (`eps` or
+`variance_epsilon`: transformers renames it between releases), one of the `TEMPLATES` below, copied
+from transformers. Anything else — another renamed attribute, a subclass that overrides `forward`, a forward that rounds
 differently — is not recognised, so `normkit.patch` leaves it alone and says so. transformers
 itself is never imported here.
 
@@ -29,7 +30,7 @@ class Recipe:
     """How to call `normkit.rms_norm` for one family of forwards."""
 
     name: str
-    eps_attr: str                   # the attribute the forward reads eps from
+    eps_attr: str = "eps"           # the attribute the forward reads eps from (found in its code)
     casting_mode: str = "fp32"      # "llama": x̂ rounded to x's dtype before the weight
     weight_offset: float = 0.0      # Gemma's (1 + weight)
     scale_flag: Optional[str] = None  # weight used only when this attribute is true (Gemma3n's with_scale)
@@ -57,12 +58,11 @@ class Recipe:
         return None
 
 
-LLAMA = Recipe("llama", "variance_epsilon", casting_mode="llama")
-LLAMA4 = Recipe("llama", "eps", casting_mode="llama")
-FP32 = Recipe("fp32", "variance_epsilon")
-FP32_EPS = Recipe("fp32", "eps")
-GEMMA = Recipe("gemma", "eps", weight_offset=1.0)
-GEMMA3N = Recipe("fp32", "eps", scale_flag="with_scale")
+LLAMA = Recipe("llama", casting_mode="llama")
+FP32 = Recipe("fp32")
+GEMMA = Recipe("gemma", weight_offset=1.0)
+GEMMA3N = Recipe("fp32", scale_flag="with_scale")
+EPS_NAMES = ("eps", "variance_epsilon")  # what transformers' norms call epsilon
 
 # (recipe, forward source, _norm source or None), as written in transformers 5.x.
 _RSQRT_NORM = """
@@ -78,7 +78,7 @@ def forward(self, hidden_states):  # Llama, Mistral, Qwen2, Qwen3 (incl. q_norm/
     hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
     return self.weight * hidden_states.to(input_dtype)
 """, None),
-    (LLAMA4, """
+    (LLAMA, """
 def forward(self, x):  # Llama4
     output = self._norm(x.float()).type_as(x)
     return output * self.weight
@@ -99,7 +99,7 @@ def forward(self, hidden_states):  # Helium, NemotronH
     hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
     return (self.weight.to(torch.float32) * hidden_states).to(input_dtype)
 """, None),
-    (FP32_EPS, """
+    (FP32, """
 def forward(self, x):  # Moshi
     output = self._norm(x.float())
     output = output * self.weight.float()
@@ -144,6 +144,12 @@ class _RenameLocals(ast.NodeTransformer):
         node.arg, node.annotation = self._rename(node.arg), None
         return node
 
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if node.attr in EPS_NAMES:
+            node.attr = "EPS"
+        return node
+
 
 def canonical(source: str) -> str:
     """The AST of one function, without name, decorators, docstring, annotations or local names."""
@@ -167,12 +173,22 @@ def _key(forward_source: str, norm_source: Optional[str]) -> Tuple[str, Optional
 _KNOWN = {_key(forward, norm): recipe for recipe, forward, norm in TEMPLATES}
 
 
+def eps_attribute(*sources: Optional[str]) -> Optional[str]:
+    """The one name of `EPS_NAMES` the sources read as an attribute, or None (none, or both)."""
+    found = {node.attr for source in sources if source is not None
+             for node in ast.walk(ast.parse(textwrap.dedent(source)))
+             if isinstance(node, ast.Attribute) and node.attr in EPS_NAMES}
+    return found.pop() if len(found) == 1 else None
+
+
 @functools.lru_cache(maxsize=None)
 def recipe_for_class(cls: type) -> Optional[Recipe]:
-    """The recipe whose template `cls.forward` (and `cls._norm`) match, or None."""
+    """The recipe whose template `cls.forward` (and `cls._norm`) match, reading epsilon from the
+    attribute that code names, or None."""
     try:
         forward = inspect.getsource(cls.forward)
         norm = inspect.getsource(cls._norm) if hasattr(cls, "_norm") else None
-        return _KNOWN.get(_key(forward, norm))
+        recipe, eps_attr = _KNOWN.get(_key(forward, norm)), eps_attribute(forward, norm)
     except (OSError, TypeError, SyntaxError, ValueError):  # no source (built in, exec'd, a lambda, ...)
         return None
+    return None if recipe is None or eps_attr is None else dataclasses.replace(recipe, eps_attr=eps_attr)

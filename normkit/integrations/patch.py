@@ -13,13 +13,17 @@ Recognised (the replacement computes what the original computes, rounding includ
   the Llama, Olmo2 and Gemma families and a few variants).
 Other modules named "…RMSNorm"/"…LayerNorm" (unknown code, a subclass with its own forward, a
 forward set on the instance) are left alone and named in one warning.
+
+What was switched is logged on `logging.getLogger("normkit")` (INFO: one line per class; WARNING: what
+was left alone) and returned as a `PatchReport`, an int (the count) that also lists the modules.
 """
 
 import copyreg
 import functools
+import logging
 import warnings
 from collections import defaultdict
-from typing import Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -30,30 +34,61 @@ _TORCH_NORMS = ((torch.nn.RMSNorm, modules.RMSNorm), (torch.nn.LayerNorm, module
 _NORMKIT_MODULES = (modules.RMSNorm, modules.LayerNorm, modules.FusedAddRMSNorm)
 
 Kind = Union[hf.Recipe, type]  # a Hugging Face recipe, or normkit.RMSNorm / normkit.LayerNorm
+logger = logging.getLogger("normkit")
 
 
-def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = True) -> int:
+class PatchReport(int):
+    """What `patch` did: equal to the number of modules switched (an int), plus the details.
+
+    `switched`: {class name: [module names]} now on normkit; `left_alone`: {(class name, reason):
+    [module names]} that look like norms but were kept as they were.
+    """
+
+    switched: Dict[str, List[str]]
+    left_alone: Dict[Tuple[str, str], List[str]]
+
+    def __new__(cls, switched: Dict[str, List[str]], left_alone: Dict[Tuple[str, str], List[str]]):
+        report = super().__new__(cls, sum(len(names) for names in switched.values()))
+        report.switched, report.left_alone = switched, left_alone
+        return report
+
+    def __repr__(self) -> str:
+        classes = ", ".join(f"{name}: {len(names)}" for name, names in self.switched.items())
+        kept = sum(len(names) for names in self.left_alone.values())
+        return f"PatchReport({int(self)} switched{' (' + classes + ')' if classes else ''}, {kept} left alone)"
+
+
+def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = True) -> PatchReport:
     """Replace, in place, every normalisation module of `model` that normkit reproduces exactly.
 
-    rms_norm / layer_norm: which kinds to replace. Returns how many modules were replaced (0 for
-    a model without norms; already patched modules are not counted again). Modules that look like
-    norms but cannot be reproduced exactly are left alone and reported in one `warnings.warn`.
+    rms_norm / layer_norm: which kinds to replace. Returns a `PatchReport`: an int equal to how many
+    modules were replaced (0 for a model without norms; already patched modules are not counted
+    again) that also lists them per class. Modules that look like norms but cannot be reproduced
+    exactly are left alone, reported in one `warnings.warn` and on the "normkit" logger.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    replaced, left_alone = 0, defaultdict(list)
+    switched, left_alone = defaultdict(list), defaultdict(list)
     for name, module in model.named_modules():
         if hasattr(type(module), "_normkit_original") or isinstance(module, _NORMKIT_MODULES):
             continue  # already runs on normkit
         kind, reason = _classify(module, rms_norm, layer_norm)
         if kind is not None:
+            switched[type(module).__name__].append(name or "(the model itself)")
             module.__class__ = _patched_class(type(module), kind)
-            replaced += 1
         elif reason is not None:
             left_alone[(type(module).__name__, reason)].append(name or "(the model itself)")
+    for class_name, names in switched.items():
+        logger.info("normkit.patch: %d %s module(s) now run on normkit: %s", len(names), class_name, _shown(names))
     if left_alone:
-        warnings.warn(_left_alone_message(left_alone), stacklevel=2)
-    return replaced
+        message = _left_alone_message(left_alone)
+        logger.warning(message)
+        warnings.warn(message, stacklevel=2)
+    return PatchReport(dict(switched), dict(left_alone))
+
+
+def _shown(names: List[str]) -> str:
+    return ", ".join(map(repr, names[:3])) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
 
 
 def _classify(module: torch.nn.Module, rms_norm: bool, layer_norm: bool) -> Tuple[Optional[Kind], Optional[str]]:
@@ -81,8 +116,7 @@ def _classify(module: torch.nn.Module, rms_norm: bool, layer_norm: bool) -> Tupl
 def _left_alone_message(left_alone) -> str:
     parts = []
     for (class_name, reason), names in left_alone.items():
-        shown = ", ".join(map(repr, names[:3])) + (f" (+{len(names) - 3} more)" if len(names) > 3 else "")
-        parts.append(f"{class_name} at {shown}: {reason}")
+        parts.append(f"{class_name} at {_shown(names)}: {reason}")
     count = sum(len(names) for names in left_alone.values())
     return (f"normkit.patch left {count} module(s) alone, since it cannot reproduce them exactly: "
             + "; ".join(parts))
