@@ -20,4 +20,4 @@ __all__ = [
     "rms_norm", "layer_norm", "rms_norm_fwd", "rms_norm_bwd", "layer_norm_fwd", "layer_norm_bwd",
     "RMSNorm", "LayerNorm", "FusedAddRMSNorm", "patch", "CompileFallbackWarning",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
