@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The one script the GPU machine runs (from the checkout's root, with $OUT set by the device tool).
+#
+#   bash tools/device.sh SUBCOMMAND [SUBCOMMAND ...]      e.g. bash tools/device.sh tests bench
+#
+#   env            GPU, driver, torch/triton versions, compute-sanitizer (always printed first)
+#   tests          the GPU test files (compiled kernels, every heuristic configuration), SIGINT at $TESTS_LIMIT s
+#   verify         python -m normkit (the main job) with its timing table
+#   bench          every family side by side with its peers: $OUT/bench.{json,log} (benchmarks/README.md)
+#   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
+#   memcheck | memcheck_split | racecheck | initcheck
+#                  compute-sanitizer over tools/sanitize_sweep.py (docs/reliability.md)
+#   huge           tensors above 2**31 elements (tools/check_huge.py)
+#   reliability    sweep memcheck memcheck_split racecheck initcheck huge, in that order
+#
+# Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
+set -o pipefail
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD
+PY=python3
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+
+env_info() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+  $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  echo "compute-sanitizer: ${SANITIZER:-not found}"
+}
+
+sanitize() {  # TOOL LIMIT NAME SWEEP_ARGS...
+  local tool=$1 limit=$2 name=$3
+  shift 3
+  if [ -z "$SANITIZER" ]; then echo "$name: compute-sanitizer not found"; return 1; fi
+  # One cudaMalloc per tensor: memcheck sees accesses past a tensor, initcheck reads of unwritten memory.
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$limit" "$SANITIZER" --tool "$tool" --target-processes all \
+    $PY tools/sanitize_sweep.py "$@" > "$OUT/$name.log" 2>&1
+  echo "$name (exit $?): $(grep -c ': ok (' "$OUT/$name.log") runs ok, $(grep -c 'FAIL' "$OUT/$name.log") failed"
+  grep -E "ERROR SUMMARY|sanitize_sweep:" "$OUT/$name.log" | sort | uniq -c
+}
+
+run_step() {
+  case $1 in
+    env) env_info 2>&1 | tee "$OUT/env.log" ;;
+    tests)  # SIGINT at the limit, so pytest still prints which tests failed
+      NORMKIT_HYPOTHESIS_EXAMPLES=${NORMKIT_HYPOTHESIS_EXAMPLES:-0.3} timeout -s INT -k 30 "${TESTS_LIMIT:-420}" \
+        $PY -m pytest -q -p no:cacheprovider -rfE -W ignore::DeprecationWarning ${TESTS:-tests} > "$OUT/tests.log" 2>&1
+      echo "tests rc=$? $(tail -1 "$OUT/tests.log")"
+      grep -E "^(FAILED|ERROR)|Falsifying|configurations" "$OUT/tests.log" | head -20 ;;
+    verify) timeout "${VERIFY_LIMIT:-300}" $PY -m normkit verify 2>&1 | tee "$OUT/verify.log" | tail -40 ;;
+    bench)
+      timeout "${BENCH_LIMIT:-420}" $PY -m normkit bench --family all --impls "${IMPLS:-normkit,native,compile,liger}" \
+        --markdown --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+      echo "bench rc=$?"; tail -5 "$OUT/bench.log" ;;
+    sweep)
+      timeout "${SWEEP_LIMIT:-90}" $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
+      echo "sweep (exit $?):"; grep -E "FAIL|sanitize_sweep:" "$OUT/sweep.log" | tail -5 ;;
+    memcheck)       sanitize memcheck "${MEMCHECK_LIMIT:-80}" memcheck --split exclude ;;
+    memcheck_split) sanitize memcheck "${MEMCHECK_LIMIT:-60}" memcheck_split --kind both --split only ;;
+    racecheck)      sanitize racecheck 60 racecheck --split exclude --widths lo --families rms,layer_norm ;;
+    initcheck)      sanitize initcheck 50 initcheck --split exclude --widths lo ;;
+    huge) timeout 80 $PY tools/check_huge.py 2>&1 | tee "$OUT/huge.log" | tail -6 ;;
+    reliability) for s in sweep memcheck memcheck_split racecheck initcheck huge; do run_step "$s"; done ;;
+    -h|--help|help) sed -n '2,16p' "$0" ;;
+    *) echo "tools/device.sh: unknown subcommand '$1' (see: bash tools/device.sh --help)" >&2; return 2 ;;
+  esac
+}
+
+case ${1:-} in -h|--help|help|"") sed -n '2,16p' "$0"; exit 0 ;; esac
+run_step env
+for step in "$@"; do run_step "$step" || exit $?; done
