@@ -1,8 +1,8 @@
 """The development tools the device runs depend on still run: tools/launch_tile.py (the target a
 profiler attaches to) launches a forced tile and checks its dx (or y) against the heuristic's, here
 through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
-sweep's and ptx_stats' tile specs parse into the TileConfig they name; BENCHMARKS.md's current
-tables are their raw rows (tools/bench_tables.py)."""
+sweep's and ptx_stats' tile specs parse into the TileConfig they name. (The benchmark tables'
+script is tested in tests/test_benchmarks.py.)"""
 
 import dataclasses
 import importlib.util
@@ -164,49 +164,6 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
     assert all(c.max_registers == 0 for c in candidates if c.programs_per_sm * c.num_warps <= 8)
     assert {c.reload for c in candidates} == {False, True}
     assert all(c.split and c.block_n < 32768 for c in all_candidates)
-
-
-def test_current_tables_are_their_raw_rows():
-    """BENCHMARKS.md's "Current numbers" tables are what tools/bench_tables.py prints from the raw rows
-    the section names (the first `docs/bench_*.json` after "Raw rows:"): no number typed by hand."""
-    import json
-    import re
-
-    text = (ROOT / "BENCHMARKS.md").read_text()
-    section = text.split("## Current numbers", 1)[1].split("\n## ", 1)[0]
-    raw = re.search(r"Raw rows:\s*`(docs/bench_[^`]+\.json)`", section)
-    assert raw, "the Current numbers section names its raw rows"
-    results = json.loads((ROOT / raw.group(1)).read_text())["results"]
-    tables = _tool("bench_tables").tables(results, text)
-    # four families (RMSNorm, the fused add, LayerNorm, the fused LayerNorm: session 26), both ways
-    assert tables.count("#### ") == 8 and tables.count("Geomean speedup") == 8, tables[:400]
-    assert tables.strip() in section, "BENCHMARKS.md's tables differ from tools/bench_tables.py's output"
-
-
-def test_bench_tables_write_replaces_the_tables_and_the_raw_rows(tmp_path):
-    """tools/bench_tables.py --write on a copy of BENCHMARKS.md: the section's tables become the
-    other run's (the check above then holds for it), its raw rows name that run, every line outside
-    the tables is kept; a JSON outside docs/ is refused."""
-    import json
-    import re
-
-    tool = _tool("bench_tables")
-    text = (ROOT / "BENCHMARKS.md").read_text()
-    other = "docs/bench_h200_run_zzzg.json"
-    copy = tmp_path / "BENCHMARKS.md"
-    copy.write_text(text)
-    assert tool.main([str(ROOT / other), "--benchmarks", str(copy), "--write"]) == 0
-    new = copy.read_text()
-    section = new.split("## Current numbers", 1)[1].split("\n## ", 1)[0]
-    assert re.search(r"Raw rows:\s*`(docs/bench_[^`]+\.json)`", section).group(1) == other
-    tables = tool.tables(json.loads((ROOT / other).read_text())["results"], new)
-    assert tables.strip() in section and tables.strip() not in text
-    before, after = text.split("#### RMSNorm — backward, µs", 1), new.split("#### RMSNorm — backward, µs", 1)
-    assert re.sub(r"docs/bench_h200_run_\w+\.json", "", before[0]) == re.sub(r"docs/bench_h200_run_\w+\.json", "",
-                                                                             after[0])
-    assert text[text.index("#### QK-norm rows"):] == new[new.index("#### QK-norm rows"):]
-    with pytest.raises(SystemExit, match="docs/bench_"):
-        tool.main([str(copy), "--benchmarks", str(copy), "--write"])
 
 
 def test_ptx_stats_finds_the_row_loop_in_sass():
