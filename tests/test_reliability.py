@@ -1,4 +1,4 @@
-"""Reliability: NaN/Inf isolation, eps = 0, concurrency and bitwise determinism (RELIABILITY.md).
+"""Reliability: NaN/Inf isolation, eps = 0, concurrency and bitwise determinism (docs/reliability.md).
 
 * NaN/±Inf in one row (of x, the residual or dy): that row's outputs become non-finite exactly
   where PyTorch's float64 `F.rms_norm` / `F.layer_norm` (with autograd) do; every other row's
