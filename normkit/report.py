@@ -1,4 +1,4 @@
-"""`python -m normkit`: the verification report.
+"""`python -m normkit verify` (the default command): the verification report.
 
 Every case runs normkit's kernels and compares them with `normkit.reference` run on float64
 copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from . import lowlevel
 from .bench import output
 from .bench.inputs import float64_errors, make_inputs
 
@@ -179,25 +180,29 @@ def timing_summary(results: List[Dict]) -> str:
                      if by_impl.get(n, {}).get(f"{key}_s")]
             speedup = f"{min(peers) / ours:.2f}×" if ours and peers else "—"
             table.append([label, key, *cells, speedup])
-    headers = ("dtype M×N", "pass", "normkit µs (copy)", "native", "compile", "speed-up vs best")
+    headers = ("dtype M×N", "pass", "normkit µs (% copy)", "native µs (% copy)", "compile µs (% copy)",
+               "normkit speed-up vs best peer")
     return output.text_table(headers, table)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m normkit", description="normkit verification report")
-    p.add_argument("--quick", action="store_true", help="the small shapes only")
-    p.add_argument("--no-bench", action="store_true", help="skip the GPU timing table")
-    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p = argparse.ArgumentParser(
+        prog="python -m normkit verify",
+        description="Check normkit's kernels (forward, backward, autograd) on a grid of shapes, dtypes and "
+                    "layouts against a float64 reference: relative error ‖got − ref‖ / ‖ref‖ per output "
+                    "(dx: relative to the larger of ‖dx_ref‖ and ‖rstd·dy·weight‖), within a tolerance per "
+                    "dtype. On a GPU a first timing table follows. Exit status 0 iff every case passes.")
+    p.add_argument("--quick", action="store_true", help="the small shapes only (a GPU: and the first three large ones)")
+    p.add_argument("--no-bench", action="store_true", help="skip the timing table that follows on a GPU")
+    p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
     return p
 
 
 def _backend(on_gpu: bool) -> Optional[str]:
     """Where the kernels run, or None when they cannot run here at all."""
-    from . import _runtime
-
     if on_gpu:
         return f"Triton on {torch.cuda.get_device_name()}"
-    if _runtime.uses_triton(torch.device("cpu")):
+    if lowlevel.backend("cpu") == "interpreter":
         return "Triton interpreter on CPU (TRITON_INTERPRET=1): verification only, no timing"
     return None
 
@@ -207,24 +212,28 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
     backend = _backend(on_gpu)
+    info = lowlevel.runtime_info()
     if backend is None:
-        print("normkit report: the Triton kernels cannot run here: no GPU, and Triton's interpreter "
-              "is off (TRITON_INTERPRET=1 must be set before triton is imported; "
-              "`python -m normkit` does that). Nothing verified.", file=sys.stderr)
+        why = ("triton is not installed" if info["triton"] is None else
+               "Triton's interpreter is off (TRITON_INTERPRET=1 must be set before the first launch; "
+               "`python -m normkit` does that)")
+        print(f"normkit verify: the Triton kernels cannot run here: no GPU, and {why}. Nothing verified.",
+              file=sys.stderr)
         return 1
-    import triton
-
-    print(f"normkit verification · {backend} · torch {torch.__version__} · triton {triton.__version__}")
+    print(f"normkit {info['normkit']} verification · {backend} · torch {info['torch']} · triton {info['triton']}")
+    print("Each cell: relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖; a case passes when "
+          "every error is finite and ≤ its dtype's tolerance (tol).")
     rows = verify(on_gpu, args.quick)
     table = [[r["case"], r["dtype"], *r["cells"], f"{r['tolerance']:.0e}",
               "PASS" if r["passed"] else "FAIL"] for r in rows]
     print(output.text_table(("case", "dtype", *COLUMNS, "tol", "result"), table))
-    print("* rstd recomputed in the kernel; '!' = above tolerance or not finite")
+    print("* rstd recomputed in the kernel; autograd: the worst of its y, dx, dweight; "
+          "'!' = above tolerance or not finite")
     for r in rows:
         if r.get("error"):
             print(f"FAIL {r['case']} {r['dtype']}: {r['error']}")
     passed = all(r["passed"] for r in rows)
-    report = {"backend": backend, "torch": torch.__version__, "triton": triton.__version__,
+    report = {"backend": backend, **info, "measure": "relative error vs float64, ‖got − ref‖ / ‖ref‖",
               "passed": passed, "cases": [{k: v for k, v in r.items() if k != "cells"} for r in rows]}
     if on_gpu and not args.no_bench:
         passed = _bench(report) and passed
@@ -243,7 +252,8 @@ def _bench(report: Dict) -> bool:
     from .bench import cli
 
     results, env = cli.run(BENCH_GRID, ["normkit", "native", "compile"], torch.device("cuda"))
-    print(f"\nTiming (CUDA-graph replays, median) · copy bandwidth {env['copy_gbps']:.0f} GB/s")
+    print(f"\nTiming: GPU µs per call, median of CUDA-graph replays; % copy = minimum bytes moved / time "
+          f"/ copy bandwidth ({env['copy_gbps']:.0f} GB/s, measured now)")
     print(timing_summary(results))
     report["bench"] = {"environment": env, "results": results}
     broken = [r for r in results if r["impl"] == "normkit" and r.get("error")]
