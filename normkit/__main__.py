@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=f"With no command, or with options only, runs {DEFAULT}. "
                "`python -m normkit COMMAND --help` lists a command's options.")
     p.add_argument("--version", action="version", version=f"normkit {__version__}")
-    commands = p.add_subparsers(dest="command", title="commands")
+    commands = p.add_subparsers(dest="command", title="commands", help=f"the command to run (default {DEFAULT})")
     for name, (_, summary) in COMMANDS.items():
         # add_help=False: `COMMAND --help` is answered by the command's own parser, after dispatch
         commands.add_parser(name, help=summary, add_help=False)

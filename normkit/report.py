@@ -63,9 +63,9 @@ _SMALL = [Case((1, 1)), Case((3, 7)), Case((64, 256)), Case((2, 3, 40)),
           Case((12, 96), "strided"), Case((64, 256), "no weight"), Case((33, 300), "layer norm"),
           Case((2, 16, 200), "residual")]
 _CPU_MORE = [Case((4, 5000)), Case((2, 70000))]  # 70000 > the interpreter's 65536-wide tile
-# GPU: every tile rule of normkit.config — stacked rows (128, 768), whole rows (2048 … 12000),
-# the backward's column tiles past 16384 (20000, 40000), the forward's past 32768 (40000, 70000,
-# 262144); QK-norm rows; large M.
+# GPU: every tile rule of the launch heuristics (docs/design.md#heuristics) — stacked rows (128,
+# 768), whole rows (2048 … 12000), the backward's column tiles past 16384 (20000, 40000), the
+# forward's past 32768 (40000, 70000, 262144); QK-norm rows; large M.
 _GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 12000)),
              Case((300, 20000)), Case((100, 40000)), Case((65537, 128)), Case((4, 33, 768)),
              Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144)),

@@ -7,10 +7,10 @@ cost on the device. When the data of one call fits in the device's L2 the K call
 several input sets, so the timed calls read from HBM as they would in a model.
 
 The ceiling is a large device-to-device copy measured in the same run: bytes read + written / time.
-"% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass: RMSNorm and LayerNorm forward 2·M·N·s (read x, write y), backward 3·M·N·s (read x
-and dy, write dx); fused residual add + RMSNorm 4·M·N·s both ways (forward: read x and residual,
-write y and residual_out; backward: read residual_out, dy and dresidual_out, write dx); the fused
-LayerNorm as the fused add.
+"% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass: RMSNorm and
+LayerNorm forward 2·M·N·s (read x, write y), backward 3·M·N·s (read x and dy, write dx); fused
+residual add + RMSNorm 4·M·N·s both ways (forward: read x and residual, write y and residual_out;
+backward: read residual_out, dy and dresidual_out, write dx); the fused LayerNorm as the fused add.
 """
 
 import functools
