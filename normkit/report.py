@@ -192,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
                     "layouts against a float64 reference: relative error ‖got − ref‖ / ‖ref‖ per output "
                     "(dx: relative to the larger of ‖dx_ref‖ and ‖rstd·dy·weight‖), within a tolerance per "
                     "dtype. On a GPU a first timing table follows. Exit status 0 iff every case passes.")
-    p.add_argument("--quick", action="store_true", help="the small shapes only (a GPU: and the first three large ones)")
+    p.add_argument("--quick", action="store_true", help="only the small shapes (on a GPU, plus the first three large ones)")
     p.add_argument("--no-bench", action="store_true", help="skip the timing table that follows on a GPU")
     p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
     return p
@@ -200,9 +200,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _backend(on_gpu: bool) -> Optional[str]:
     """Where the kernels run, or None when they cannot run here at all."""
-    if on_gpu:
+    if on_gpu and lowlevel.backend("cuda") == "triton":
         return f"Triton on {torch.cuda.get_device_name()}"
-    if lowlevel.backend("cpu") == "interpreter":
+    if not on_gpu and lowlevel.backend("cpu") == "interpreter":
         return "Triton interpreter on CPU (TRITON_INTERPRET=1): verification only, no timing"
     return None
 
@@ -215,10 +215,9 @@ def main(argv=None) -> int:
     info = lowlevel.runtime_info()
     if backend is None:
         why = ("triton is not installed" if info["triton"] is None else
-               "Triton's interpreter is off (TRITON_INTERPRET=1 must be set before the first launch; "
-               "`python -m normkit` does that)")
-        print(f"normkit verify: the Triton kernels cannot run here: no GPU, and {why}. Nothing verified.",
-              file=sys.stderr)
+               "no GPU, and Triton's interpreter is off (TRITON_INTERPRET=1 must be set before the first "
+               "launch; `python -m normkit` does that)")
+        print(f"normkit verify: the Triton kernels cannot run here: {why}. Nothing verified.", file=sys.stderr)
         return 1
     print(f"normkit {info['normkit']} verification · {backend} · torch {info['torch']} · triton {info['triton']}")
     print("Each cell: relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖; a case passes when "

@@ -101,7 +101,11 @@ def test_no_kernels_means_no_pass(monkeypatch, capsys):
     monkeypatch.setattr(lowlevel, "backend", lambda device: "reference")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert report.main(["--quick"]) == 1
-    assert "cannot run here" in capsys.readouterr().err
+    assert "cannot run here: no GPU, and Triton's interpreter is off" in capsys.readouterr().err
+    without_triton = {**lowlevel.runtime_info(), "triton": None}
+    monkeypatch.setattr(lowlevel, "runtime_info", lambda: without_triton)
+    assert report.main(["--quick"]) == 1
+    assert "cannot run here: triton is not installed" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter is only chosen without a GPU")
