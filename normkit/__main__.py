@@ -1,13 +1,30 @@
-"""`python -m normkit [report|bench|challenge|demo] …` — the command line.
+"""`python -m normkit [COMMAND] [OPTIONS]` (or the `normkit` console script): the command line.
 
-With no sub-command it runs the main job, the verification report (`normkit.report`): on a GPU
-the kernels against a float64 reference plus a timing table; on a CPU the same verification
-through Triton's interpreter on small shapes. `demo` trains a tiny LLaMA-style decoder with
-torch's RMSNorm and again after `normkit.patch` and prints both loss curves.
+    python -m normkit                  # verify: the kernels against a float64 reference
+    python -m normkit verify --quick   # the same on the small shapes only
+    python -m normkit bench --help     # timing against the peers (a GPU)
+    python -m normkit demo             # a tiny model trained with torch's norms and with normkit's
+    python -m normkit challenge list   # the LeetGPU-style challenges
+
+Each command parses its own options (`python -m normkit COMMAND --help`); with no command, or
+with options only, the command is `verify`. `report` is an alias of `verify`.
 """
 
+import argparse
+import importlib
 import os
 import sys
+from typing import List, Optional
+
+# name: (module whose main(argv) runs it, one line for --help)
+COMMANDS = {
+    "verify": ("normkit.report", "check the kernels vs float64 (default; alias: report)"),
+    "bench": ("normkit.bench", "GPU µs per call, %% of copy bandwidth, vs peers"),
+    "demo": ("normkit.demo", "train a tiny model with torch's, then normkit's norms"),
+    "challenge": ("normkit.challenge", "LeetGPU-style RMSNorm challenges and their grader"),
+}
+ALIASES = {"report": "verify"}
+DEFAULT = "verify"
 
 
 def _prefer_interpreter_without_gpu() -> None:
@@ -20,25 +37,35 @@ def _prefer_interpreter_without_gpu() -> None:
             os.environ["TRITON_INTERPRET"] = "1"
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The top-level parser: the command list, --help and --version. Options belong to each command."""
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="python -m normkit", description="normkit: RMSNorm and LayerNorm kernels for PyTorch, in Triton.",
+        epilog=f"With no command, or with options only, runs {DEFAULT}. "
+               "`python -m normkit COMMAND --help` lists a command's options.")
+    p.add_argument("--version", action="version", version=f"normkit {__version__}")
+    commands = p.add_subparsers(dest="command", title="commands", help=f"the command to run (default {DEFAULT})")
+    for name, (_, summary) in COMMANDS.items():
+        # add_help=False: `COMMAND --help` is answered by the command's own parser, after dispatch
+        commands.add_parser(name, help=summary, add_help=False)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    _prefer_interpreter_without_gpu()
-    command = argv.pop(0) if argv and not argv[0].startswith("-") else "report"
-    if command == "report":
-        from .report import main as run
-    elif command == "bench":
-        from .bench import main as run
-    elif command == "challenge":
-        from .challenge import main as run
-    elif command == "demo":
-        from .demo import main as run
-    elif command in ("help", "-h", "--help"):
-        print(__doc__.strip())
-        return 0
+    if argv and argv[0] in ("-h", "--help", "--version"):
+        parser().parse_args(argv[:1])  # prints and exits 0
+    if argv and not argv[0].startswith("-"):
+        # an unknown command: argparse's error, exit 2 (aliases are resolved first, so not listed)
+        command = parser().parse_args([ALIASES.get(argv[0], argv[0])]).command
+        argv = argv[1:]
     else:
-        print(f"normkit: unknown command {command!r}; expected report, bench, challenge or demo", file=sys.stderr)
-        return 2
-    return run(argv)
+        command = DEFAULT
+    _prefer_interpreter_without_gpu()
+    module = importlib.import_module(COMMANDS[command][0])
+    return module.main(argv)
 
 
 if __name__ == "__main__":

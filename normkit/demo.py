@@ -4,7 +4,8 @@ Both runs start from the same seed, see the same batches and differ only in thei
 layers: `torch.nn.RMSNorm` in the first, the same modules after `normkit.patch(model)` in the
 second. The two loss curves are printed side by side with the largest difference between them
 (and each run's step time on a GPU); `--plot PATH` draws them (needs matplotlib), `--json PATH`
-writes everything. On a CPU the kernels run in Triton's interpreter, so the defaults are small.
+writes everything. On a CPU normkit runs its kernels in Triton's interpreter (or, without triton,
+its plain-PyTorch path), so the defaults are small.
 
 The data is synthetic and needs no download: a fixed token stream drawn from a random Markov
 chain in which every token has 4 likely successors (probabilities 0.4/0.3/0.2/0.1), so the loss
@@ -185,21 +186,47 @@ def run(config: DemoConfig, device: torch.device) -> Dict:
     }
 
 
-def parse_args(argv: Optional[List[str]], on_gpu: bool) -> argparse.Namespace:
+OPTION_HELP = {
+    "steps": "training steps of each run", "hidden": "model width (a multiple of --heads)",
+    "layers": "decoder blocks", "heads": "attention heads (hidden / heads must be even)",
+    "seq": "tokens per sequence", "batch": "sequences per step", "every": "print every k-th step's losses",
+    "seed": "seed of the data and of both models' initial weights",
+}
+
+
+def parser(on_gpu: bool) -> argparse.ArgumentParser:
+    """The demo's options; the defaults are larger on a GPU."""
     # lr 3e-4 on the GPU: at 3e-3 two torch-only runs of this model already differ by 6 % in
     # fp32 after 200 steps (AdamW turns last-bit gradient differences into full steps and cuDNN /
     # atomics are not bitwise reproducible), so no re-implementation could show parity there; at
-    # 3e-4 torch vs torch differ by 2e-7 and normkit vs torch by 3e-7 (tools/demo_control.py).
+    # 3e-4 torch vs torch differ by 2e-7 and normkit vs torch by 3e-7.
     default = DemoConfig(hidden=512, layers=4, heads=8, seq=256, batch=16, steps=100, dtype="bf16",
                          every=10, lr=3e-4) if on_gpu else DemoConfig()
-    parser = argparse.ArgumentParser(prog="python -m normkit demo", description=__doc__.split("\n\n")[0])
-    for name in ("steps", "hidden", "layers", "heads", "seq", "batch", "every", "seed"):
-        parser.add_argument(f"--{name}", type=int, default=getattr(default, name))
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default=default.dtype)
-    parser.add_argument("--lr", type=float, default=default.lr)
-    parser.add_argument("--plot", metavar="PATH", help="write the two loss curves as a PNG (needs matplotlib)")
-    parser.add_argument("--json", metavar="PATH", help="write the configuration, both curves and timings as JSON")
-    return parser.parse_args(argv)
+    p = argparse.ArgumentParser(
+        prog="python -m normkit demo",
+        description="Train a tiny LLaMA-style decoder twice from the same seed and data, with torch.nn.RMSNorm "
+                    "and after normkit.patch, and print both loss curves. The defaults are larger on a GPU.")
+    for name, text in OPTION_HELP.items():
+        p.add_argument(f"--{name}", type=int, default=getattr(default, name), help=text + " (default %(default)s)")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default=default.dtype,
+                   help="dtype of the model and its activations (default %(default)s)")
+    p.add_argument("--lr", type=float, default=default.lr, help="AdamW learning rate (default %(default)s)")
+    p.add_argument("--plot", metavar="PATH", help="write the two loss curves as a PNG (needs matplotlib)")
+    p.add_argument("--json", metavar="PATH", help="write the configuration, both curves and timings as JSON")
+    return p
+
+
+def parse_args(argv: Optional[List[str]], on_gpu: bool) -> argparse.Namespace:
+    return parser(on_gpu).parse_args(argv)
+
+
+def describe_backend(device: torch.device) -> str:
+    """What normkit's layers run on `device`, in words (`normkit.lowlevel.backend`)."""
+    from . import lowlevel
+
+    return {"triton": "its Triton kernels",
+            "interpreter": "its Triton kernels in Triton's interpreter",
+            "reference": "its plain-PyTorch path, not the Triton kernels"}[lowlevel.backend(device)]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -213,8 +240,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     config = DemoConfig(**{k: v for k, v in vars(args).items() if k in fields})
     print(f"tiny LLaMA-style decoder: hidden {config.hidden}, {config.layers} layers, {config.heads} heads, "
           f"vocab {config.vocab}, batch {config.batch}×{config.seq}, {config.steps} steps of AdamW "
-          f"(lr {config.lr}), {config.dtype} on {device}"
-          + ("" if device.type == "cuda" else " (normkit through Triton's interpreter)"))
+          f"(lr {config.lr}), {config.dtype} on {device}; normkit runs {describe_backend(device)}")
     result = run(config, device)
     print(f"normkit.patch replaced {result['patched_modules']} RMSNorm modules\n")
     print(table(config, result["loss_torch"], result["loss_normkit"]))

@@ -2,13 +2,14 @@
 
 They accept x of shape (..., N) with weight/bias of shape (N,) or per-head (H, N) for x of shape
 (..., H, N), validate, flatten to (M, N) and call the ops. None marks what was not produced.
+`backend(device)` and `runtime_info()` say which implementation those calls run here.
 """
 
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 
-from . import ops, validation
+from . import _runtime, ops, validation
 
 Tensor = torch.Tensor
 
@@ -102,3 +103,41 @@ def layer_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Opti
     dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dout·weight (+ dresidual_out).
     """
     return _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, 0.0, eps, False)
+
+
+# ----------------------------------------------------------------------------- where calls run
+def backend(device: Union[torch.device, str]) -> str:
+    """Which implementation handles tensors on `device` in this process.
+
+    "triton": the compiled Triton kernels (a CUDA device); "interpreter": the same kernels in
+    Triton's interpreter, on CPU tensors (TRITON_INTERPRET=1 before the first launch);
+    "reference": the plain-PyTorch path of `normkit.reference` (no triton, or a CPU without the
+    interpreter). On CPU the answer imports the kernels, which fixes the interpreter mode
+    (docs/design.md#cpu-path).
+    """
+    if not isinstance(device, (torch.device, str)):
+        raise TypeError(f"device must be a torch.device or a str, got {type(device).__name__}")
+    device = torch.device(device)
+    if not _runtime.uses_triton(device):
+        return "reference"
+    return "interpreter" if device.type == "cpu" else "triton"
+
+
+def runtime_info() -> Dict[str, Optional[str]]:
+    """Versions and backends of this process, for reports and bug reports.
+
+    {"normkit", "torch", "triton" (None when not installed), "cuda_device" (the current GPU's
+    name, None without one), "cpu_backend", "cuda_backend" (None without a GPU)}; the backends
+    are `backend()`'s answers.
+    """
+    from . import __version__
+
+    triton_version = None
+    if _runtime.HAS_TRITON:
+        import triton
+
+        triton_version = triton.__version__
+    on_gpu = torch.cuda.is_available()
+    return {"normkit": __version__, "torch": torch.__version__, "triton": triton_version,
+            "cuda_device": torch.cuda.get_device_name() if on_gpu else None,
+            "cpu_backend": backend("cpu"), "cuda_backend": backend("cuda") if on_gpu else None}

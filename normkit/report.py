@@ -1,4 +1,4 @@
-"""`python -m normkit`: the verification report.
+"""`python -m normkit verify` (the default command): the verification report.
 
 Every case runs normkit's kernels and compares them with `normkit.reference` run on float64
 copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from . import lowlevel
 from .bench import output
 from .bench.inputs import float64_errors, make_inputs
 
@@ -62,9 +63,9 @@ _SMALL = [Case((1, 1)), Case((3, 7)), Case((64, 256)), Case((2, 3, 40)),
           Case((12, 96), "strided"), Case((64, 256), "no weight"), Case((33, 300), "layer norm"),
           Case((2, 16, 200), "residual")]
 _CPU_MORE = [Case((4, 5000)), Case((2, 70000))]  # 70000 > the interpreter's 65536-wide tile
-# GPU: every tile rule of normkit.config — stacked rows (128, 768), whole rows (2048 … 12000),
-# the backward's column tiles past 16384 (20000, 40000), the forward's past 32768 (40000, 70000,
-# 262144); QK-norm rows; large M.
+# GPU: every tile rule of the launch heuristics (docs/design.md#heuristics) — stacked rows (128,
+# 768), whole rows (2048 … 12000), the backward's column tiles past 16384 (20000, 40000), the
+# forward's past 32768 (40000, 70000, 262144); QK-norm rows; large M.
 _GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 12000)),
              Case((300, 20000)), Case((100, 40000)), Case((65537, 128)), Case((4, 33, 768)),
              Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144)),
@@ -179,25 +180,29 @@ def timing_summary(results: List[Dict]) -> str:
                      if by_impl.get(n, {}).get(f"{key}_s")]
             speedup = f"{min(peers) / ours:.2f}×" if ours and peers else "—"
             table.append([label, key, *cells, speedup])
-    headers = ("dtype M×N", "pass", "normkit µs (copy)", "native", "compile", "speed-up vs best")
+    headers = ("dtype M×N", "pass", "normkit µs (% copy)", "native µs (% copy)", "compile µs (% copy)",
+               "normkit speed-up vs best peer")
     return output.text_table(headers, table)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m normkit", description="normkit verification report")
-    p.add_argument("--quick", action="store_true", help="the small shapes only")
-    p.add_argument("--no-bench", action="store_true", help="skip the GPU timing table")
-    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p = argparse.ArgumentParser(
+        prog="python -m normkit verify",
+        description="Check normkit's kernels (forward, backward, autograd) on a grid of shapes, dtypes and "
+                    "layouts against a float64 reference: relative error ‖got − ref‖ / ‖ref‖ per output "
+                    "(dx: relative to the larger of ‖dx_ref‖ and ‖rstd·dy·weight‖), within a tolerance per "
+                    "dtype. On a GPU a first timing table follows. Exit status 0 iff every case passes.")
+    p.add_argument("--quick", action="store_true", help="only the small shapes (on a GPU, plus the first three large ones)")
+    p.add_argument("--no-bench", action="store_true", help="skip the timing table that follows on a GPU")
+    p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
     return p
 
 
 def _backend(on_gpu: bool) -> Optional[str]:
     """Where the kernels run, or None when they cannot run here at all."""
-    from . import _runtime
-
-    if on_gpu:
+    if on_gpu and lowlevel.backend("cuda") == "triton":
         return f"Triton on {torch.cuda.get_device_name()}"
-    if _runtime.uses_triton(torch.device("cpu")):
+    if not on_gpu and lowlevel.backend("cpu") == "interpreter":
         return "Triton interpreter on CPU (TRITON_INTERPRET=1): verification only, no timing"
     return None
 
@@ -207,24 +212,27 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     on_gpu = torch.cuda.is_available()
     backend = _backend(on_gpu)
+    info = lowlevel.runtime_info()
     if backend is None:
-        print("normkit report: the Triton kernels cannot run here: no GPU, and Triton's interpreter "
-              "is off (TRITON_INTERPRET=1 must be set before triton is imported; "
-              "`python -m normkit` does that). Nothing verified.", file=sys.stderr)
+        why = ("triton is not installed" if info["triton"] is None else
+               "no GPU, and Triton's interpreter is off (TRITON_INTERPRET=1 must be set before the first "
+               "launch; `python -m normkit` does that)")
+        print(f"normkit verify: the Triton kernels cannot run here: {why}. Nothing verified.", file=sys.stderr)
         return 1
-    import triton
-
-    print(f"normkit verification · {backend} · torch {torch.__version__} · triton {triton.__version__}")
+    print(f"normkit {info['normkit']} verification · {backend} · torch {info['torch']} · triton {info['triton']}")
+    print("Each cell: relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖; a case passes when "
+          "every error is finite and ≤ its dtype's tolerance (tol).")
     rows = verify(on_gpu, args.quick)
     table = [[r["case"], r["dtype"], *r["cells"], f"{r['tolerance']:.0e}",
               "PASS" if r["passed"] else "FAIL"] for r in rows]
     print(output.text_table(("case", "dtype", *COLUMNS, "tol", "result"), table))
-    print("* rstd recomputed in the kernel; '!' = above tolerance or not finite")
+    print("* rstd recomputed in the kernel; autograd: the worst of its y, dx, dweight; "
+          "'!' = above tolerance or not finite")
     for r in rows:
         if r.get("error"):
             print(f"FAIL {r['case']} {r['dtype']}: {r['error']}")
     passed = all(r["passed"] for r in rows)
-    report = {"backend": backend, "torch": torch.__version__, "triton": triton.__version__,
+    report = {"backend": backend, **info, "measure": "relative error vs float64, ‖got − ref‖ / ‖ref‖",
               "passed": passed, "cases": [{k: v for k, v in r.items() if k != "cells"} for r in rows]}
     if on_gpu and not args.no_bench:
         passed = _bench(report) and passed
@@ -243,7 +251,8 @@ def _bench(report: Dict) -> bool:
     from .bench import cli
 
     results, env = cli.run(BENCH_GRID, ["normkit", "native", "compile"], torch.device("cuda"))
-    print(f"\nTiming (CUDA-graph replays, median) · copy bandwidth {env['copy_gbps']:.0f} GB/s")
+    print(f"\nTiming: GPU µs per call, median of CUDA-graph replays; % copy = minimum bytes moved / time "
+          f"/ copy bandwidth ({env['copy_gbps']:.0f} GB/s, measured now)")
     print(timing_summary(results))
     report["bench"] = {"environment": env, "results": results}
     broken = [r for r in results if r["impl"] == "normkit" and r.get("error")]

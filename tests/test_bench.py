@@ -24,7 +24,7 @@ def test_min_bytes():
 
 
 def test_min_bytes_per_family():
-    # ANCHORS.md: fused residual add moves 4·M·N·s both ways; LayerNorm like RMSNorm.
+    # The fused residual add moves 4·M·N·s both ways; LayerNorm like RMSNorm.
     assert timing.min_bytes("fwd", 16384, 4096, 2, "fused_add") == 4 * 16384 * 4096 * 2
     assert timing.min_bytes("bwd", 16384, 4096, 2, "fused_add") == 4 * 16384 * 4096 * 2
     assert timing.min_bytes("fwd", 16384, 4096, 4, "layer_norm") == 2 * 16384 * 4096 * 4
@@ -35,14 +35,14 @@ def test_min_bytes_per_family():
     assert set(timing.PASS_TENSORS) == set(output.FAMILY_TITLES) == set(FAMILIES)
     with pytest.raises(KeyError):
         timing.min_bytes("fwd", 1, 1, 2, "group_norm")
-    # ANCHORS.md: bf16 16384×4096 backward, fused add quack 144 µs = 88 %, LayerNorm 135 µs = 70 %.
+    # H200 peer measurements: bf16 16384×4096 backward, fused add quack 144 µs = 88 %, LayerNorm 135 µs = 70 %.
     for family, seconds, pct in (("fused_add", 144e-6, 87.7), ("layer_norm", 135e-6, 70.2)):
         nbytes = timing.min_bytes("bwd", 16384, 4096, 2, family)
         assert timing.percent_of_copy(nbytes, seconds, 4249e9) == pytest.approx(pct, abs=0.2)
 
 
-def test_percent_of_copy_matches_anchors():
-    # ANCHORS.md: bf16 16384×4096 backward, quack 121 µs = 79 % of 4249 GB/s (µs are rounded).
+def test_percent_of_copy_matches_published_peer_figures():
+    # H200 peer measurements: bf16 16384×4096 backward, quack 121 µs = 79 % of 4249 GB/s (µs are rounded).
     pct = timing.percent_of_copy(timing.min_bytes("bwd", 16384, 4096, 2), 121e-6, 4249e9)
     assert pct == pytest.approx(78.3, abs=0.2)
     assert timing.percent_of_copy(1000, 1e-6, 1e9) == pytest.approx(100.0)
@@ -51,10 +51,38 @@ def test_percent_of_copy_matches_anchors():
 
 
 def test_input_sets_rotate_only_when_data_fits_in_l2():
-    assert timing.input_sets_needed(timing.min_bytes("bwd", 131072, 8192, 2)) == 1
-    assert timing.input_sets_needed(32 * 2**20) == math.ceil(4 * timing.L2_BYTES / (32 * 2**20))
-    assert timing.input_sets_needed(1) == 16
-    assert timing.input_sets_needed(0) == 1
+    l2 = 50 * 2**20
+    assert timing.input_sets_needed(timing.min_bytes("bwd", 131072, 8192, 2), l2) == 1
+    assert timing.input_sets_needed(32 * 2**20, l2) == math.ceil(4 * l2 / (32 * 2**20)) == 7
+    assert timing.input_sets_needed(32 * 2**20, 4 * 2**20) == 1  # a small L2: one set is cold enough
+    assert timing.input_sets_needed(1, l2) == 16
+    assert timing.input_sets_needed(0, l2) == 1
+    assert timing.input_sets_needed(32 * 2**20) == timing.input_sets_needed(32 * 2**20, timing.l2_bytes())
+
+
+def test_l2_size_comes_from_the_device(monkeypatch):
+    from types import SimpleNamespace
+
+    assert timing.l2_bytes(torch.device("cpu")) == timing.FALLBACK_L2_BYTES
+    if not ON_GPU:
+        assert timing.l2_bytes() == timing.FALLBACK_L2_BYTES
+    properties = {7: SimpleNamespace(L2_cache_size=60 * 2**20), 8: SimpleNamespace()}  # 8: an older torch
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: properties[index])
+    timing._cuda_l2_bytes.cache_clear()
+    try:
+        assert timing.l2_bytes("cuda:7") == 60 * 2**20
+        assert timing.l2_bytes(torch.device("cuda", 8)) == timing.FALLBACK_L2_BYTES
+    finally:
+        timing._cuda_l2_bytes.cache_clear()
+
+
+def test_spread_is_p20_median_p80():
+    times = [float(t) for t in range(1, 12)]  # 1 … 11: p20 = 3, median = 6, p80 = 9
+    assert timing.spread(times) == pytest.approx((3.0, 6.0, 9.0))
+    assert timing.spread([5.0, 1.0, 3.0, 2.0, 4.0]) == pytest.approx((1.8, 3.0, 4.2))  # order-free
+    assert timing.spread([2.5]) == (2.5, 2.5, 2.5)
+    with pytest.raises(ValueError, match="times"):
+        timing.spread([])
 
 
 def test_wall_time_counts_calls():
@@ -171,11 +199,31 @@ def test_text_table_and_rows():
                               {"impl": "liger", "dtype": "torch.float32", "m": 1, "n": 2,
                                "error": "RuntimeError: boom"}])
     assert rows[0][:5] == ["bf16 4096×2048", "normkit", "9", "50 %", "1500"]
+    spread = output.bench_rows([_row("normkit", 9e-6, 30e-6, fwd_p20_s=8.5e-6, fwd_p80_s=9.5e-6)])[0]
+    assert spread[2] == "9 (8.5–9.5)" and spread[4] == "30"
     assert output.fmt_us(30.44e-6) == "30.4" and output.fmt_us(None) == "—"
     assert rows[0][-1] == "3.0e-03"
     assert rows[1][2] == "fails: RuntimeError: boom"
     table = output.text_table(output.BENCH_HEADERS, rows).splitlines()
     assert len(table) == 4 and len({len(table[0]), len(table[1])}) == 1
+
+
+def test_csv_has_every_column_and_blanks_where_a_row_lacks_one():
+    import csv
+    import io
+
+    rows = [_row("normkit", 9e-6, 30e-6, family="rms", fwd_p20_s=8.5e-6, fwd_p80_s=9.5e-6),
+            {"family": "rms", "impl": "liger", "dtype": "torch.bfloat16", "m": 4096, "n": 2048,
+             "error": "RuntimeError: boom, with a comma"}]
+    text = io.StringIO()
+    output.write_csv(rows, text)
+    parsed = list(csv.DictReader(io.StringIO(text.getvalue())))
+    header = text.getvalue().splitlines()[0].split(",")
+    assert header[:5] == ["family", "impl", "dtype", "m", "n"]
+    assert {"fwd_s", "fwd_p20_s", "fwd_p80_s", "bwd_s", "error"} <= set(header)
+    assert float(parsed[0]["fwd_s"]) == 9e-6 and float(parsed[0]["fwd_p80_s"]) == 9.5e-6
+    assert parsed[0]["error"] == "" and parsed[1]["fwd_s"] == ""
+    assert parsed[1]["error"] == "RuntimeError: boom, with a comma"
 
 
 def test_families_get_sections_and_all_their_errors():
@@ -325,12 +373,19 @@ def test_cli_without_gpu_measures_nothing(capsys):
 
 
 def test_cli_dry_run(capsys, tmp_path):
-    path = tmp_path / "bench.json"
+    import csv
+
+    path, csv_path = tmp_path / "bench.json", tmp_path / "bench.csv"
     assert cli.main(["--dry-run", "--shapes", "8x96", "--dtypes", "fp32", "--markdown",
-                     "--json", str(path)]) == 0
+                     "--json", str(path), "--csv", str(csv_path)]) == 0
     out = capsys.readouterr().out
     assert "DRY RUN" in out and "not a GPU measurement" in out and "| fp32 8×96 |" in out
+    assert "relative error vs float64" in out and "wall µs per call" in out  # the legend
     data = json.loads(path.read_text())
+    with open(csv_path, newline="") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert [(r["impl"], r["m"], r["n"]) for r in csv_rows] == [("normkit", "8", "96"), ("native", "8", "96")]
+    assert [float(r["wall_fwd_s"]) for r in csv_rows] == [r["wall_fwd_s"] for r in data["results"]]
     assert data["environment"]["dry_run"] is True
     assert [r["impl"] for r in data["results"]] == ["normkit", "native"]
     for r in data["results"]:

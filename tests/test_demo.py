@@ -1,7 +1,11 @@
 """`python -m normkit demo`: a smoke run on a tiny configuration, and its synthetic data."""
 
 import json
+import os
+import subprocess
+import sys
 
+import pytest
 import torch
 
 from normkit import demo
@@ -15,6 +19,9 @@ def test_demo_trains_both_runs_and_writes_json_and_plot(tmp_path, capsys):
     json_path, plot_path = tmp_path / "demo.json", tmp_path / "demo.png"
     assert cli(["demo", *TINY, "--json", str(json_path), "--plot", str(plot_path)]) == 0
     printed = capsys.readouterr().out
+    expected = ("its Triton kernels" if torch.cuda.is_available() else
+                "normkit runs its Triton kernels in Triton's interpreter")  # tests/conftest.py turns it on
+    assert expected in printed.splitlines()[0]
     assert "max |difference| over 3 steps" in printed and "normkit.patch replaced 3 RMSNorm modules" in printed
     result = json.loads(json_path.read_text())
     assert len(result["loss_torch"]) == len(result["loss_normkit"]) == 3
@@ -54,3 +61,17 @@ def test_demo_in_bf16_stays_close():
     config = demo.DemoConfig(hidden=32, layers=1, heads=2, seq=16, batch=2, steps=3, dtype="bf16")
     result = demo.run(config, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     assert result["max_abs_difference"] < 0.05  # bf16 training: same curve up to rounding
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU setup")
+def test_demo_without_triton_says_it_runs_the_plain_pytorch_path():
+    """In a venv without triton the demo must not claim to run Triton's interpreter."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("import sys; sys.modules['triton'] = None  # find_spec('triton') now answers None\n"
+            f"from normkit.__main__ import main; sys.exit(main(['demo', *{TINY!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert "normkit runs its plain-PyTorch path, not the Triton kernels" in first
+    assert "interpreter" not in out.stdout
+    assert "normkit.patch replaced 3 RMSNorm modules" in out.stdout

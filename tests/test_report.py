@@ -17,6 +17,8 @@ def test_quick_report_passes(capsys, tmp_path):
     path = tmp_path / "report.json"
     assert report.main(["--quick", "--no-bench", "--json", str(path)]) == 0
     out = capsys.readouterr().out
+    assert "relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖" in out  # what the numbers are
+    assert "tolerance (tol)" in out
     rows = [line for line in out.splitlines() if line.rstrip().endswith(("PASS", "FAIL"))]
     assert rows and all(line.rstrip().endswith("PASS") for line in rows)
     assert {"fp32", "bf16", "fp16", "fp64"} <= {line.split()[-10] for line in rows}
@@ -94,19 +96,23 @@ def test_verdict_and_tolerances():
 
 
 def test_no_kernels_means_no_pass(monkeypatch, capsys):
-    from normkit import _runtime
+    from normkit import lowlevel
 
-    monkeypatch.setattr(_runtime, "uses_triton", lambda device: False)
+    monkeypatch.setattr(lowlevel, "backend", lambda device: "reference")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert report.main(["--quick"]) == 1
-    assert "cannot run here" in capsys.readouterr().err
+    assert "cannot run here: no GPU, and Triton's interpreter is off" in capsys.readouterr().err
+    without_triton = {**lowlevel.runtime_info(), "triton": None}
+    monkeypatch.setattr(lowlevel, "runtime_info", lambda: without_triton)
+    assert report.main(["--quick"]) == 1
+    assert "cannot run here: triton is not installed" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter is only chosen without a GPU")
 def test_main_job_turns_on_the_interpreter_after_import():
     """`python -m normkit` imports normkit before __main__ runs: the interpreter must still be used."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("import normkit, normkit.__main__ as m, torch; m._prefer_interpreter_without_gpu(); "
-            "from normkit import _runtime; print(_runtime.uses_triton(torch.device('cpu')))")
+    code = ("import normkit, normkit.__main__ as m; m._prefer_interpreter_without_gpu(); "
+            "print(normkit.lowlevel.backend('cpu'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "True", out.stderr
+    assert out.stdout.strip() == "interpreter", out.stderr

@@ -2,14 +2,14 @@
 
 For every family (RMSNorm, fused residual add + RMSNorm, LayerNorm, fused residual add + LayerNorm:
 `normkit.bench.families`),
-shape and implementation: forward and backward GPU time from CUDA-graph replays
-(`normkit.bench.timing`), % of the copy bandwidth measured in the same run, eager wall time per
-call (fwd, and fwd + torch.autograd.grad), and the relative error against float64.
+shape and implementation: forward and backward GPU time from CUDA-graph replays, median with
+p20 and p80 (`normkit.bench.timing`), % of the copy bandwidth measured in the same run, eager wall
+time per call (fwd, and fwd + torch.autograd.grad), and the relative error against float64.
 
-    python -m normkit bench                                   # the ANCHORS.md grid, every peer found
+    python -m normkit bench                                   # the default grid, every peer found
     python -m normkit bench --family all                      # RMSNorm, LayerNorm, each fused or not
     python -m normkit bench --shapes 4096x2048 --dtypes bf16,fp32 --impls normkit,compile
-    python -m normkit bench --markdown --json bench.json --plot bench.png
+    python -m normkit bench --markdown --json bench.json --csv bench.csv --plot bench.png
     python -m normkit bench --dry-run                         # no GPU: checks the plumbing only
 """
 
@@ -22,6 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
+from .. import lowlevel
 from . import output, peers, timing
 from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
@@ -29,7 +30,8 @@ EPS = 1e-6
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
           "fp64": torch.float64}
 
-# ANCHORS.md's RMSNorm backward table, in its order.
+# RMSNorm: the shapes of the reference peer measurements (torch.compile, quack, Liger, native on an
+# H200): LLaMA-like widths at 16 K rows, small M, huge M with N = 128 (QK-norm), very wide rows.
 DEFAULT_GRID: List[Case] = [
     (torch.float32, 16384, 4096),
     *((torch.bfloat16, 16384, n) for n in (1024, 2048, 4096, 8192)),
@@ -38,12 +40,10 @@ DEFAULT_GRID: List[Case] = [
                                           (8192, 32768), (4096, 65536), (2048, 131072))),
     (torch.float16, 16384, 4096),
 ]
-# ANCHORS.md's fused residual add + RMSNorm and LayerNorm tables, in their order, then the wide rows
-# of RMSNorm's grid (128-512 MiB per tensor: issue #4's "≥ 90 % on every shape of ≥ 64 MB", which
-# the anchors' shapes, N ≤ 8192, left unmeasured until session 13).
+# Wide rows, 128-512 MiB per tensor: every family is measured where N > 8192 too.
 WIDE_ROWS = ((4096, 16384), (8192, 32768), (4096, 65536), (2048, 131072))
 # Every family also at two fp32 wide rows: the backward splits them into parts of their own (4-byte
-# elements), which ran 13-17× slow for sessions because no grid shape had them (session 14, run ZZS).
+# elements), a path that once ran 13-17× slow unnoticed because no grid shape had it.
 FP32_WIDE_ROWS: List[Case] = [(torch.float32, 4096, 16384), (torch.float32, 4096, 65536)]
 DEFAULT_GRIDS: Dict[str, List[Case]] = {
     "rms": [*DEFAULT_GRID, *FP32_WIDE_ROWS],
@@ -52,7 +52,7 @@ DEFAULT_GRIDS: Dict[str, List[Case]] = {
     "layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 1024), (16384, 4096),
                                                          (16384, 8192), (4096, 2048), *WIDE_ROWS)),
                    (torch.float32, 16384, 4096), *FP32_WIDE_ROWS],
-    # the fused LayerNorm (since session 25): the LayerNorm grid's ≥ 64 MB bf16 shapes and the fp32 wide rows
+    # the LayerNorm grid's ≥ 64 MB bf16 shapes and the fp32 wide rows
     "fused_layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 4096), (16384, 8192), *WIDE_ROWS)),
                          *FP32_WIDE_ROWS],
 }
@@ -124,13 +124,13 @@ def load_impls(names: Sequence[str], family: str = "rms", quiet: bool = False) -
     return impls
 
 
-def _device_time(calls) -> Tuple[Optional[float], str]:
-    """GPU seconds per call: CUDA-graph replays, or do_bench when the capture fails."""
+def _device_time(calls) -> Tuple[Tuple[float, float, float], str]:
+    """(p20, median, p80) GPU seconds per call: CUDA-graph replays, or do_bench when the capture fails."""
     try:
-        return timing.graph_time(calls), "graph"
+        return timing.spread(timing.graph_times(calls)), "graph"
     except Exception:  # a peer that cannot be captured (host sync, unsupported op)
         torch.cuda.synchronize()
-        return timing.do_bench_time(calls[0]), "do_bench"
+        return timing.do_bench_spread(calls[0]), "do_bench"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -156,10 +156,10 @@ def measure(impl: peers.Impl, family: Family, case: Case, samples: Sequence[Samp
                 calls = [lambda s=s: _no_grad(impl.apply, s.inputs) for s in samples]
             else:
                 calls = [impl.backward(s.inputs, s.grads, EPS) for s in samples]
-            seconds, method = _device_time(calls)
+            (p20, seconds, p80), method = _device_time(calls)
             del calls
             nbytes = timing.min_bytes(key, m, n, first.inputs[0].element_size(), family.name)
-            row.update({f"{key}_s": seconds, f"{key}_method": method,
+            row.update({f"{key}_s": seconds, f"{key}_p20_s": p20, f"{key}_p80_s": p80, f"{key}_method": method,
                         f"{key}_pct": timing.percent_of_copy(nbytes, seconds, copy_bps)})
     leaves = [t.detach().requires_grad_() for t in first.inputs]
     few = {"min_seconds": 0.0, "min_calls": 2} if dry_run else {}
@@ -214,7 +214,7 @@ def run(grid: Union[Sequence[Case], Mapping[str, Sequence[Case]]], impl_names: S
 def _samples(family: Family, case: Case, device: torch.device, dry_run: bool) -> List[Sample]:
     dtype, m, n = case
     nbytes = timing.min_bytes("fwd", m, n, torch.empty((), dtype=dtype).element_size(), family.name)
-    count = 1 if dry_run else timing.input_sets_needed(nbytes)
+    count = 1 if dry_run else timing.input_sets_needed(nbytes, timing.l2_bytes(device))
     sets = [make_sample(family, case, device, seed=i) for i in range(count)]
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # made on the default stream, used on the bench stream
@@ -224,11 +224,11 @@ def _samples(family: Family, case: Case, device: torch.device, dry_run: bool) ->
 def environment(device: torch.device, impls: Mapping[str, Sequence[peers.Impl]], dry_run: bool
                 ) -> Dict:
     """Device, versions, and the implementations loaded per family (with their notes)."""
-    import triton
-
+    info = lowlevel.runtime_info()
     names = list(dict.fromkeys(i.name for family_impls in impls.values() for i in family_impls))
     env = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
-           "torch": torch.__version__, "triton": triton.__version__, "dry_run": dry_run,
+           "normkit": info["normkit"], "torch": info["torch"], "triton": info["triton"], "dry_run": dry_run,
+           "l2_bytes": timing.l2_bytes(device) if device.type == "cuda" else None,
            "families": list(impls), "impls": names,
            "notes": {family: {i.name: i.note for i in family_impls}
                      for family, family_impls in impls.items()}, "peers": {}}
@@ -242,18 +242,25 @@ def environment(device: torch.device, impls: Mapping[str, Sequence[peers.Impl]],
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m normkit bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m normkit bench",
+        description="normkit against its peers on a CUDA GPU: forward and backward GPU µs per call (CUDA-graph "
+                    "replays, median with p20–p80), % of the copy bandwidth measured in the same run, eager "
+                    "wall µs per call, and the relative error vs float64.")
     p.add_argument("--family", type=parse_families, default="rms",
                    help="among " + ",".join(FAMILIES) + ", or all (default: rms)")
-    p.add_argument("--shapes", type=parse_shapes, help="e.g. 4096x2048,16384x4096 (every family)")
-    p.add_argument("--dtypes", type=parse_dtypes, help="among bf16,fp16,fp32,fp64")
+    p.add_argument("--shapes", type=parse_shapes,
+                   help="M×N shapes instead of the default grid, for every family, e.g. 4096x2048,16384x4096")
+    p.add_argument("--dtypes", type=parse_dtypes,
+                   help="among bf16,fp16,fp32,fp64: filters the default grid (with --shapes: default bf16)")
     p.add_argument("--impls", type=parse_impls,
                    help="among " + ",".join(peers.NAMES) + " (default: all that import; "
                         "a dry run: " + ",".join(DRY_RUN_IMPLS) + ")")
     p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
+    p.add_argument("--csv", metavar="PATH", help="write the result rows as CSV, one per shape and implementation")
     p.add_argument("--plot", metavar="PATH",
                    help="PNG of %% copy vs N, per family (needs matplotlib)")
-    p.add_argument("--markdown", action="store_true", help="also print tables for BENCHMARKS.md")
+    p.add_argument("--markdown", action="store_true", help="also print the tables as markdown")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny shape, wall time only: checks the plumbing, not a GPU measurement")
     return p
@@ -273,7 +280,9 @@ def main(argv=None) -> int:
     if args.dry_run:
         print("DRY RUN: wall time on a tiny shape; not a GPU measurement.")
     else:
-        print(f"{env['device']} · copy bandwidth {env['copy_gbps']:.0f} GB/s (bytes read + written)")
+        print(f"{env['device']} · L2 {env['l2_bytes'] / 2**20:.0f} MiB · copy bandwidth "
+              f"{env['copy_gbps']:.0f} GB/s (bytes read + written)")
+    print(output.BENCH_LEGEND)
     print(output.bench_tables(results))
     if any(r.get("fwd_method") == "do_bench" or r.get("bwd_method") == "do_bench" for r in results):
         print("† graph capture failed: triton do_bench time (L2 flushed between calls)")
@@ -282,6 +291,9 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "results": results}, f, indent=1)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            output.write_csv(results, f)
     if args.plot:
         problem = output.plot(results, args.plot)
         if problem:

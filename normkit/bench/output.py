@@ -4,10 +4,11 @@ Pure functions of the result rows (dicts, see `normkit.bench.cli`) apart from th
 Rows of several families (their "family" key; RMSNorm when absent) get a section each.
 """
 
+import csv
 import math
 import sys
 from collections import defaultdict
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from .timing import PASS_TENSORS
 
@@ -37,11 +38,22 @@ def _counter(items: List, desc: str):
 
 # ----------------------------------------------------------------------------- numbers
 def fmt_us(seconds: Optional[float]) -> str:
-    """Microseconds, 3 significant digits (as ANCHORS.md writes them); '—' when missing."""
+    """Microseconds, 3 significant digits (whole µs from 1000 on); '—' when missing."""
     if seconds is None:
         return "—"
     us = seconds * 1e6
     return f"{us:.3g}" if us < 1000 else f"{us:.0f}"
+
+
+def fmt_spread(row: Dict, key: str) -> str:
+    """A pass's median µs with its p20–p80 range, e.g. '12.3 (12.1–12.6)'; '—' when not timed."""
+    median = row.get(f"{key}_s")
+    if median is None:
+        return "—"
+    p20, p80 = row.get(f"{key}_p20_s"), row.get(f"{key}_p80_s")
+    if p20 is None or p80 is None:
+        return fmt_us(median)
+    return f"{fmt_us(median)} ({fmt_us(p20)}–{fmt_us(p80)})"
 
 
 def fmt_pct(pct: Optional[float]) -> str:
@@ -84,8 +96,11 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join(out)
 
 
-BENCH_HEADERS = ("dtype M×N", "impl", "fwd µs", "fwd copy", "bwd µs", "bwd copy",
+BENCH_HEADERS = ("dtype M×N", "impl", "fwd µs (p20–p80)", "fwd copy", "bwd µs (p20–p80)", "bwd copy",
                  "eager fwd µs", "eager fwd+bwd µs", "max err")
+BENCH_LEGEND = ("fwd/bwd: GPU µs per call, median of CUDA-graph replays (p20–p80); copy: minimum bytes / "
+                "time / copy bandwidth;\neager: wall µs per call, host included; max err: relative error "
+                "vs float64, ‖got − ref‖ / ‖ref‖")
 
 
 def bench_rows(results: Sequence[Dict]) -> List[List[str]]:
@@ -97,8 +112,8 @@ def bench_rows(results: Sequence[Dict]) -> List[List[str]]:
             continue
         mark = {k: "†" if r.get(f"{k}_method") == "do_bench" else "" for k in ("fwd", "bwd")}
         errors = [v for k, v in r.items() if k.startswith("err_") and v is not None]
-        rows.append([shape_label(r), r["impl"], fmt_us(r.get("fwd_s")) + mark["fwd"],
-                     fmt_pct(r.get("fwd_pct")), fmt_us(r.get("bwd_s")) + mark["bwd"],
+        rows.append([shape_label(r), r["impl"], fmt_spread(r, "fwd") + mark["fwd"],
+                     fmt_pct(r.get("fwd_pct")), fmt_spread(r, "bwd") + mark["bwd"],
                      fmt_pct(r.get("bwd_pct")), fmt_us(r.get("wall_fwd_s")),
                      fmt_us(r.get("wall_fwd_bwd_s")), fmt_err(max(errors) if errors else None)])
     return rows
@@ -109,6 +124,19 @@ def bench_tables(results: Sequence[Dict]) -> str:
     return "\n\n".join(f"{FAMILY_TITLES[family]}\n"
                         + text_table(BENCH_HEADERS, bench_rows(rows))
                         for family, rows in by_family(results).items())
+
+
+LEADING_COLUMNS = ("family", "impl", "dtype", "m", "n")
+
+
+def write_csv(results: Sequence[Dict], f: TextIO) -> None:
+    """The result rows as CSV: every key any row has, a blank cell where a row lacks it.
+
+    Times are in seconds, as in the JSON (`fwd_s`, `fwd_p20_s`, `fwd_p80_s`, `wall_fwd_s`, ...)."""
+    columns = list(dict.fromkeys([*LEADING_COLUMNS, *(k for r in results for k in r)]))
+    writer = csv.DictWriter(f, fieldnames=columns, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(results)
 
 
 def _by_shape(results: Sequence[Dict]) -> Dict[str, Dict[str, Dict]]:
