@@ -1,0 +1,3 @@
+from . import layers
+
+__all__ = ["layers"]

@@ -1,0 +1,67 @@
+"""Layers for the Hugging Face `kernels` hub: `kernels.kernelize` runs a model's norms on normkit.
+
+transformers marks its norm classes with `@use_kernel_forward_from_hub(name)`; a kernel mapping
+names a layer class for that name, and `kernelize` binds the layer's `forward` to each module of
+the model (`module.forward = MethodType(layer.forward, module)`). So `self` in these forwards is the
+model's own module, a LlamaRMSNorm say: the layers read its `weight` and epsilon and hold nothing.
+`kernels` rejects layers with an `__init__` or members beyond `has_backward` / `can_torch_compile`,
+which is why each forward names its `hf.Recipe` instead of the class storing it.
+
+    layer                name in transformers 5.25    forward it reproduces (`hf.TEMPLATES`)
+    RMSNorm              "RMSNorm" (132 classes)      Llama's: weight * x̂.to(x.dtype), `variance_epsilon`
+    RMSNormZeroCentered  "RMSNormZeroCentered"        Gemma's: (x̂ * (1 + weight)).to(x.dtype), `eps`
+                         (Qwen3.5, Qwen3.5-MoE)
+
+Inputs normkit does not take (as for `normkit.patch`) run the module's own forward. The packaged
+repository that `kernels` loads is `hub/normkit` at the repository root; docs/hub.md has the mapping.
+"""
+
+import dataclasses
+
+import torch
+
+from .. import functional
+from . import hf
+from .patch import _runs_on_normkit
+
+# transformers' "RMSNorm" classes all read `variance_epsilon` (hf.LLAMA leaves the name to the code)
+_LLAMA = dataclasses.replace(hf.LLAMA, eps_attr="variance_epsilon")
+
+
+def _forward(module: torch.nn.Module, hidden_states: torch.Tensor, recipe: hf.Recipe) -> torch.Tensor:
+    """`recipe` on `module`'s weight and epsilon, as `normkit.patch` runs it; else module's own forward."""
+    weight = recipe.weight(module)
+    if not _runs_on_normkit(hidden_states, weight) or (weight is not None and weight.shape != hidden_states.shape[-1:]):
+        return type(module).forward(module, hidden_states)  # kernelize set the instance's forward, not the class's
+    return functional.rms_norm(hidden_states, weight, eps=getattr(module, recipe.eps_attr),
+                               casting_mode=recipe.casting_mode, weight_offset=recipe.weight_offset,
+                               out_dtype=recipe.out_dtype(hidden_states, weight))
+
+
+class RMSNorm(torch.nn.Module):
+    """Llama-family RMSNorm (`casting_mode="llama"`, out dtype = promote(weight, x)) on normkit."""
+
+    weight: torch.Tensor
+    variance_epsilon: float
+
+    has_backward = True
+    can_torch_compile = True  # normkit's ops are torch.library custom ops with fake impls
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return _forward(self, hidden_states, _LLAMA)
+
+
+class RMSNormZeroCentered(torch.nn.Module):
+    """Gemma-style RMSNorm, y = x̂ · (1 + weight) rounded once to x's dtype, on normkit."""
+
+    weight: torch.Tensor
+    eps: float
+
+    has_backward = True
+    can_torch_compile = True
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return _forward(self, hidden_states, hf.GEMMA)
+
+
+__all__ = ["RMSNorm", "RMSNormZeroCentered"]
