@@ -401,8 +401,17 @@ def test_hugging_face_tiny_model_matches_unpatched(family, device):
         warnings.simplefilter("error")  # every norm of these models is recognised
         assert normkit.patch(model) == HF_FAMILIES[family]
     assert list(model.state_dict()) == keys
+    assert_trains_like(model, reference, device)
+
+
+def assert_trains_like(model, reference, device, before_reference=None):
+    """model's loss and gradients on a tiny batch equal the unpatched reference's, eager and under
+    torch.compile(fullgraph=True) (which raises on any graph break). before_reference() runs after
+    the model's eager step (e.g. to count normkit calls)."""
     tokens = torch.randint(128, (2, 8), generator=torch.Generator().manual_seed(1)).to(device)
     loss, grads = _loss_and_grads(model, _hf_loss, tokens)
+    if before_reference is not None:
+        before_reference()
     loss_ref, grads_ref = _loss_and_grads(reference, _hf_loss, tokens)
     torch.testing.assert_close(loss, loss_ref, rtol=1e-5, atol=1e-6)
     for (name, _), a, b in zip(model.named_parameters(), grads, grads_ref):
@@ -410,8 +419,8 @@ def test_hugging_face_tiny_model_matches_unpatched(family, device):
     compiled = torch.compile(model, fullgraph=True, backend="inductor" if device == "cuda" else "aot_eager")
     loss_c, grads_c = _loss_and_grads(compiled, _hf_loss, tokens)
     torch.testing.assert_close(loss_c, loss)
-    for a, b in zip(grads_c, grads):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    for (name, _), a, b in zip(model.named_parameters(), grads_c, grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
 
 
 def test_hugging_face_tiny_model_in_bf16(device):

@@ -20,22 +20,16 @@ import dataclasses
 
 import torch
 
-from .. import functional
 from . import hf
-from .patch import _runs_on_normkit
+from .patch import run_recipe
 
 # transformers' "RMSNorm" classes all read `variance_epsilon` (hf.LLAMA leaves the name to the code)
 _LLAMA = dataclasses.replace(hf.LLAMA, eps_attr="variance_epsilon")
 
 
 def _forward(module: torch.nn.Module, hidden_states: torch.Tensor, recipe: hf.Recipe) -> torch.Tensor:
-    """`recipe` on `module`'s weight and epsilon, as `normkit.patch` runs it; else module's own forward."""
-    weight = recipe.weight(module)
-    if not _runs_on_normkit(hidden_states, weight) or (weight is not None and weight.shape != hidden_states.shape[-1:]):
-        return type(module).forward(module, hidden_states)  # kernelize set the instance's forward, not the class's
-    return functional.rms_norm(hidden_states, weight, eps=getattr(module, recipe.eps_attr),
-                               casting_mode=recipe.casting_mode, weight_offset=recipe.weight_offset,
-                               out_dtype=recipe.out_dtype(hidden_states, weight))
+    # kernelize set the instance's forward, not the class's: the class's is the stock one
+    return run_recipe(module, hidden_states, recipe, type(module).forward)
 
 
 class RMSNorm(torch.nn.Module):

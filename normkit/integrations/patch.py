@@ -134,13 +134,18 @@ def _runs_on_normkit(x, *params) -> bool:
     return True
 
 
-def _hf_forward(self, x):
-    recipe = self._normkit_kind
-    weight = recipe.weight(self)
+def run_recipe(module: torch.nn.Module, x, recipe: hf.Recipe, original):
+    """`recipe` on `module`'s weight and epsilon through normkit; `original(module, x)` for inputs
+    normkit does not take. Shared by patched classes and the `kernels` hub layers (`hub.py`)."""
+    weight = recipe.weight(module)
     if not _runs_on_normkit(x, weight) or (weight is not None and weight.shape != x.shape[-1:]):
-        return self._normkit_original.forward(self, x)
-    return functional.rms_norm(x, weight, eps=getattr(self, recipe.eps_attr), casting_mode=recipe.casting_mode,
+        return original(module, x)
+    return functional.rms_norm(x, weight, eps=getattr(module, recipe.eps_attr), casting_mode=recipe.casting_mode,
                                weight_offset=recipe.weight_offset, out_dtype=recipe.out_dtype(x, weight))
+
+
+def _hf_forward(self, x):
+    return run_recipe(self, x, self._normkit_kind, self._normkit_original.forward)
 
 
 def _torch_forward(self, x):
