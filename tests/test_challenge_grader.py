@@ -7,6 +7,7 @@ judge says about a kind of mistake, the file is loaded here and graded in this p
 tests/test_challenge_cheats.py attacks the grader.
 """
 
+import re
 import textwrap
 
 import pytest
@@ -16,7 +17,7 @@ from normkit.challenge import CASES, main, perf, run_suite
 from normkit.challenge.grader import grade_backward, grade_forward
 from normkit.challenge.mutants import MUTANTS, plain_solve
 from normkit.challenge.sandbox import InProcess
-from normkit.challenge.solution import load_solution
+from normkit.challenge.solution import SolutionError, load_solution
 
 PLAIN = """
 import torch
@@ -222,14 +223,22 @@ def test_file_that_is_not_python_exits_2_without_a_process(tmp_path, capsys, mon
 @pytest.mark.parametrize("source, message", [
     ("import no_such_module_for_normkit\n", "ModuleNotFoundError: No module named 'no_such_module_for_normkit'"),
     ("raise SystemExit(3)\n", "SystemExit: 3"),
-    ("def answer(x, weight, dy, dx, dweight, N, C, eps):\n    pass\n",
-     "does not define solve(x, weight, dy, dx, dweight, N, C, eps)"),
-    ("solve = 3\n", "solve in "),
-], ids=["import-error", "system-exit", "no-solve", "solve-not-callable"])
+], ids=["import-error", "system-exit"])
 def test_unloadable_solution_exits_2(tmp_path, capsys, source, message):
     code, out, err = _grade(capsys, "rms-norm-backward", "--solution", _file(tmp_path, source))
     assert code == 2 and out == ""
     assert message in err and err.startswith("normkit challenge: ")
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def answer(x, weight, dy, dx, dweight, N, C, eps):\n    pass\n",
+     "does not define solve(x, weight, dy, dx, dweight, N, C, eps)"),
+    ("solve = 3\n", "solve in "),
+], ids=["no-solve", "solve-not-callable"])
+def test_solution_without_a_callable_solve_is_refused(tmp_path, source, message):
+    # load_solution runs in the solution's process; its message reaches stderr as above
+    with pytest.raises(SolutionError, match=re.escape(message)):
+        load_solution(_file(tmp_path, source), "solve", "solve(x, weight, dy, dx, dweight, N, C, eps)")
 
 
 # ----------------------------------------------------------------------------- rms-norm-forward

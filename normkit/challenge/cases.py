@@ -19,7 +19,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 
-from . import sandbox
+from . import sandbox, wire
 from .device import challenge_device
 
 ATOL = 1e-3
@@ -30,6 +30,7 @@ DETAIL_ELEMENTS = 16  # outputs this small are printed whole (expected and got) 
 SEED = 0
 FUNCTION, CALL = "solve", "solve(x, weight, dy, dx, dweight, N, C, eps)"
 MESSAGE_CHARACTERS = 300  # a line the solution's side wrote (its error) is cut to this
+TRACE_CHARACTERS = 10_000  # and its traceback
 
 Tensor = torch.Tensor
 Inputs = Tuple[Tensor, Tensor, Tensor]  # x (N, C), weight (C,), dy (N, C): float32 on the CPU
@@ -165,7 +166,12 @@ def mismatch(name: str, got: Tensor, want: Tensor, exact: bool, atol: float = AT
 
 def one_line(text, limit: int = MESSAGE_CHARACTERS) -> str:
     """Text from the solution's side as one line of at most `limit` characters."""
-    return textwrap.shorten(" ".join(str(text).split()), limit, placeholder=" …") or "?"
+    return textwrap.shorten(" ".join(wire.printable(text).split()), limit, placeholder=" …") or "?"
+
+
+def trace(header: dict) -> str:
+    """The traceback the solution's side sent, printable and at most TRACE_CHARACTERS long."""
+    return wire.printable(header.get("trace", ""))[:TRACE_CHARACTERS]
 
 
 def with_output(result: CaseResult, output: str, call: str = FUNCTION) -> CaseResult:
@@ -218,7 +224,7 @@ def judge(case: Case, inputs: Inputs, reply: sandbox.Reply) -> CaseResult:
     header, shapes = reply.header, _shapes(case)
     if header.get("status") == "raised":
         return CaseResult(case.name, False, f"solve raised {one_line(header.get('error'))}",
-                          str(header.get("trace", ""))[:10_000])
+                          trace(header))
     if (header.get("status") != "returned" or not isinstance(header.get("replaced"), list)
             or any(tuple(reply.tensors.get(name, torch.empty(0)).shape) != shape for name, shape in shapes.items())):
         return CaseResult(case.name, False, "the solution's side sent a reply out of format")

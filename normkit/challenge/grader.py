@@ -6,7 +6,7 @@ the expected values and every verdict stay here; a crash, an exit or a hang fail
 the grading goes on.
 """
 
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional
 
 import torch
 
@@ -51,7 +51,7 @@ def _entries(launch) -> list:
 
 def _shape(entry: dict) -> str:
     shape = entry.get("shape") if isinstance(entry.get("shape"), list) else []
-    return f"{one_line(entry.get('name'), 40)} {tuple(shape)}"
+    return f"{one_line(entry.get('name'), 40)} {one_line(tuple(shape), 60)}"
 
 
 def _kernel_output(reply: sandbox.Reply, x: torch.Tensor, weight: torch.Tensor):
@@ -90,7 +90,7 @@ def judge_forward(reply: sandbox.Reply, M: int, N: int, eps: float) -> CaseResul
         return CaseResult(FORWARD_NAME, False, f"{call} {reply.lost}")
     if reply.header.get("status") == "raised":
         return CaseResult(FORWARD_NAME, False, f"{call} raised {one_line(reply.header.get('error'))}",
-                          str(reply.header.get("trace", ""))[:10_000])
+                          cases.trace(reply.header))
     value = reply.header.get("value") if isinstance(reply.header.get("value"), dict) else {}
     returned = f"{call} returned {one_line(value.get('repr'), 60)} ({one_line(value.get('type'), 60)})"
     x, weight = forward.inputs(M, N)

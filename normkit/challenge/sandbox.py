@@ -32,6 +32,7 @@ from .solution import SolutionError, check_file
 DEFAULT_TIMEOUT = 60.0  # seconds a solution gets per call (and for its import), unless told otherwise
 STARTUP_TIMEOUT = 300.0  # a new process importing torch: the grader's own time, not the solution's
 SHOWN_OUTPUT_LINES = 20  # lines of a solution's printed output shown per case
+SHOWN_OUTPUT_BYTES = 1 << 14  # and at most this much of it read
 _SPAWN = multiprocessing.get_context("spawn")
 
 
@@ -99,7 +100,11 @@ class Isolated:
         self._log = tempfile.NamedTemporaryFile(prefix="normkit-solution-", suffix=".log", delete=False)
 
     def __enter__(self):
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -134,7 +139,7 @@ class Isolated:
             raise SolutionError(f"importing {self.path} {lost}{shown}")
         if header.get("status") != "loaded":
             self._stop()
-            raise SolutionError(f"{header.get('error', 'the solution could not be loaded')}{shown}")
+            raise SolutionError(wire.printable(header.get("error", "the solution could not be loaded")) + shown)
 
     def _stop(self, graceful: bool = False) -> None:
         if self._process is None:
@@ -174,11 +179,12 @@ class Isolated:
             lost = f"had not {done} after {timeout:g} s, so its process was killed"
         elif "error" in box:
             error = box["error"]
-            self._process.join(5)  # an exit closes the pipe: let it finish first
-            if not self._process.is_alive():
-                lost = f"ended its process ({_ending(self._process.exitcode)}) before it {done}"
-            elif isinstance(error, wire.Malformed):
+            if not isinstance(error, wire.Malformed):
+                self._process.join(5)  # a broken pipe is mostly an exit: let it finish first
+            if isinstance(error, wire.Malformed):
                 lost = f"sent a malformed reply ({error}), so its process was killed"
+            elif not self._process.is_alive():
+                lost = f"ended its process ({_ending(self._process.exitcode)}) before it {done}"
             else:
                 lost = f"broke the pipe to the grader ({type(error).__name__}), so its process was killed"
         else:
@@ -187,14 +193,18 @@ class Isolated:
         return {}, {}, lost
 
     def _output(self) -> str:
-        """What the solution printed since the last look, indented with "| ", the tail cut."""
+        """What the solution printed since the last look: its first SHOWN_OUTPUT_LINES lines,
+        each indented with "| "."""
         with open(self._log.name, "rb") as log:
+            size = os.fstat(log.fileno()).st_size
             log.seek(self._seen)
-            text = log.read(1 << 16).decode("utf-8", "replace")
-            self._seen = log.tell()
-        lines = text.rstrip("\n").splitlines()
-        if len(lines) > SHOWN_OUTPUT_LINES:
-            lines = lines[:SHOWN_OUTPUT_LINES] + [f"… ({len(lines) - SHOWN_OUTPUT_LINES} more lines)"]
+            text = log.read(min(size - self._seen, SHOWN_OUTPUT_BYTES)).decode("utf-8", "replace")
+        cut, self._seen = size - self._seen > SHOWN_OUTPUT_BYTES, size
+        if not text:
+            return ""
+        lines = wire.printable(text).rstrip("\n").split("\n")
+        if len(lines) > SHOWN_OUTPUT_LINES or cut:
+            lines = lines[:SHOWN_OUTPUT_LINES] + ["… (more lines)"]
         return "\n".join(f"| {line}" for line in lines)
 
     # -------------------------------------------------------------------------- jobs

@@ -83,7 +83,9 @@ def _tested() -> str:
         f"On a GPU, then the performance case: N = {perf.N}, C = {perf.C}, float32, dy correlated "
         f"with x (dy = 0.5·x + noise). It reports the median time, the bandwidth as a share of the "
         f"copy bandwidth measured in the same run (counting 3·N·C·4 bytes: read x and dy, write "
-        f"dx), and the ratio to normkit's own kernel timed in the same run.",
+        f"dx), and the ratio to normkit's own kernel timed in the same run. The solution's time is "
+        f"measured in its process; the grader measures the copy and normkit's kernel itself, and "
+        f"fails a time that would beat the copy by more than {perf.PLAUSIBLE:g}×.",
         "The exit status is 0 only when everything passed.",
     ])
 

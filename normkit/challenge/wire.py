@@ -16,6 +16,12 @@ MAX_DIMS = 8
 Tensors = Dict[str, torch.Tensor]
 
 
+def printable(text) -> str:
+    """Text from the solution's side, safe to print: control characters (a carriage return, a
+    terminal escape that could rewrite the grader's lines) become "?"; line breaks stay."""
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in str(text))
+
+
 class Malformed(ValueError):
     """A message that does not follow the format, or is larger than the receiver allows."""
 
