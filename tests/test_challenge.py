@@ -11,8 +11,14 @@ import torch
 import normkit.__main__
 from normkit import reference
 from normkit.challenge import CASES, forward, main, run, run_suite, solve
-from normkit.challenge.cases import FILL, HAND_DWEIGHT, HAND_DX, run_case
+from normkit.challenge.cases import FILL, HAND_DWEIGHT, HAND_DX, reference_backward
+from normkit.challenge.cases import run_case as run_case_with
 from normkit.challenge.mutants import MUTANTS, plain_solve
+from normkit.challenge.sandbox import InProcess
+
+
+def run_case(solve_fn, case, device):
+    return run_case_with(InProcess(solve_fn), case, device)
 
 
 def _failures(results):
@@ -45,12 +51,14 @@ def test_run_rejects_bad_arguments(kwargs, error, match):
         run(**kwargs)
 
 
-def test_without_gpu_or_interpreter_says_what_to_set(monkeypatch):
-    from normkit.challenge import device
+def _no_gpu_no_interpreter(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
 
-    monkeypatch.setattr(device.torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(device, "uses_triton", lambda dev: False)
-    with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
+
+def test_without_gpu_or_interpreter_says_what_to_set(monkeypatch):
+    _no_gpu_no_interpreter(monkeypatch)
+    with pytest.raises(RuntimeError, match="TRITON_INTERPRET is off; set TRITON_INTERPRET=1"):
         run()
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
         run_suite(solve)
@@ -99,12 +107,13 @@ BAD_INPUTS = {
     "C float": ("C", 4.0, TypeError, "C must be a positive int, got float"),
     "eps negative": ("eps", -1.0, ValueError, "eps must be a finite number >= 0"),
     "eps inf": ("eps", math.inf, ValueError, "eps must be a finite number >= 0"),
+    "eps None": ("eps", None, TypeError, "eps must be a float, got NoneType"),
     "x a list": ("x", [[1.0] * 4] * 3, TypeError, "x must be a torch.Tensor, got list"),
     "x float64": ("x", _zeros(3, 4, dtype=torch.float64), TypeError, "x must be float32, got torch.float64"),
     "x transposed": ("x", _zeros(4, 3), ValueError, r"x must have shape \(3, 4\) or \(12,\), got \(4, 3\)"),
     "weight too long": ("weight", _zeros(5), ValueError, r"weight must have shape \(4,\), got \(5,\)"),
     "dy too wide": ("dy", _zeros(3, 5), ValueError, "dy must have shape"),
-    "dx int32": ("dx", _zeros(3, 4, dtype=torch.int32), TypeError, "dx must have a floating dtype"),
+    "dx int32": ("dx", _zeros(3, 4, dtype=torch.int32), TypeError, "dx must be float32, got torch.int32"),
     "dweight too short": ("dweight", _zeros(3), ValueError, "dweight must have shape"),
     "dx not contiguous": ("dx", lambda device: torch.zeros(4, 3, device=device).t(), ValueError,
                           "dx must be contiguous"),
@@ -129,12 +138,21 @@ def test_solve_rejects_bad_input_before_writing(device, case):
 
 
 # ----------------------------------------------------------------------------- the suite
-def test_hand_worked_case_agrees_with_reference():
+@pytest.mark.parametrize("backward", [reference_backward, lambda x, weight, dy, eps: reference.rms_norm_bwd(
+    x.double(), weight.double(), dy.double(), None, eps)], ids=["grader's", "normkit.reference"])
+def test_hand_worked_case_agrees_with_references(backward):
     case = CASES[0]
-    x, weight, dy = (t.double() for t in case.inputs())
-    dx, dweight = reference.rms_norm_bwd(x, weight, dy, None, case.eps)
+    dx, dweight = backward(*case.inputs(), case.eps)
     torch.testing.assert_close(dx, torch.tensor(HAND_DX, dtype=torch.float64), atol=1e-12, rtol=0)
     torch.testing.assert_close(dweight, torch.tensor(HAND_DWEIGHT, dtype=torch.float64), atol=1e-12, rtol=0)
+
+
+def test_graders_reference_agrees_with_normkit_reference():
+    for case in CASES[1:]:
+        x, weight, dy = case.inputs()
+        want = reference.rms_norm_bwd(x.double(), weight.double(), dy.double(), None, case.eps)
+        for mine, theirs in zip(reference_backward(x, weight, dy, case.eps), want):
+            torch.testing.assert_close(mine, theirs, atol=1e-9, rtol=1e-9, msg=case.name)
 
 
 def test_cases_are_the_specified_twelve():
@@ -224,6 +242,28 @@ def test_cli_backward_passes_every_case(capsys):
     assert f"{len(CASES)}/{len(CASES)} cases passed" in lines
     if not torch.cuda.is_available():
         assert lines[-1] == "SKIP perf-16384x4096: the performance case needs a CUDA GPU"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-M", "0"], "M must be a positive int, got 0"),
+    (["-N", "-4"], "N must be a positive int, got -4"),
+    (["--eps", "nan"], "eps must be a finite number >= 0, got nan"),
+    (["--eps", "-1"], "eps must be a finite number >= 0, got -1.0"),
+])
+def test_cli_bad_sizes_end_in_one_line(capsys, argv, message):
+    assert normkit.__main__.main(["challenge", "rms-norm-forward", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"normkit challenge: {message}\n"
+
+
+@pytest.mark.parametrize("command", [["rms-norm-forward"], ["rms-norm-backward", "--action", "run"]])
+def test_cli_without_gpu_or_interpreter_ends_in_one_line(monkeypatch, capsys, command):
+    _no_gpu_no_interpreter(monkeypatch)
+    assert normkit.__main__.main(["challenge", *command]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("normkit challenge: the challenge runs Triton kernels, which need a CUDA GPU")
+    assert "set TRITON_INTERPRET=1" in captured.err
 
 
 def test_cli_help_and_bad_problem(capsys):

@@ -2,10 +2,11 @@
 
 - `run(M, N, eps)`: the seed problem, Triton forward vs plain torch → bool.
 - `solve(x, weight, dy, dx, dweight, N, C, eps)`: the backward, written into caller tensors.
-- `run_suite(solve_fn)`: the 12 functional cases; `mutants`: wrong solutions it must reject.
+- `run_suite(solution)`: the 12 functional cases; `mutants`: wrong solutions it must reject.
 - `main(argv)`: `python -m normkit challenge {list,show,starter,rms-norm-forward,rms-norm-backward}`;
-  with `--solution FILE` it grades a contestant's file (`grader`, `solution`, `guard`) against
-  the statements in `statements`.
+  with `--solution FILE` it grades a contestant's file against the statements in `statements`:
+  the file runs in a process of its own (`sandbox`, `child`, `wire`), the grader judges what
+  comes back (`cases`, `grader`, `perf`).
 """
 
 from .backward import solve

@@ -10,13 +10,13 @@ and over all rows::
 
     dweight = Σ_rows dy · x̂
 
-The math runs in normkit's Triton backward kernel (`normkit.ops.launch_bwd`); this module only
-checks the arguments and reshapes.
+The math runs in normkit's Triton backward kernel, through the public `normkit.lowlevel.rms_norm_bwd`;
+this module checks the arguments, reshapes and copies the results into the caller's tensors.
 """
 
 import torch
 
-from .. import ops
+from ..lowlevel import rms_norm_bwd
 from .checks import check_solve_args
 
 
@@ -28,4 +28,7 @@ def solve(x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor, dx: torch.Ten
     TypeError / ValueError naming the argument, before writing anything, on bad input.
     """
     eps = check_solve_args(x, weight, dy, dx, dweight, N, C, eps)
-    ops.launch_bwd(x.view(N, C), dy.view(N, C), dx.view(N, C), weight=weight, dweight=dweight, eps=eps)
+    # rms_norm_bwd allocates dx and dweight: one copy each into the caller's tensors
+    dx_out, dweight_out, _, _ = rms_norm_bwd(x.view(N, C), weight, dy.view(N, C), eps=eps)
+    dx.view(N, C).copy_(dx_out)
+    dweight.copy_(dweight_out)

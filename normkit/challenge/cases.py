@@ -1,15 +1,16 @@
-"""The functional suite of the RMSNorm-backward challenge: 12 seeded cases and their runner.
+"""The functional suite of the RMSNorm-backward challenge: 12 seeded cases, run and judged.
 
-A solution is any callable ``solve(x, weight, dy, dx, dweight, N, C, eps)`` that writes dx (N, C)
-and dweight (C,) in place (N rows, C columns, float32). Each case pre-fills both outputs with
-FILL = 123.0, calls it, and compares with a float64 reference (`normkit.reference.rms_norm_bwd`
-on .double() inputs) at atol = rtol = 1e-3; NaN anywhere fails. Case "hand-2x4" is compared
-with numbers worked by hand instead (a test checks that the reference agrees with them).
+A solution is ``solve(x, weight, dy, dx, dweight, N, C, eps)``, writing dx (N, C) and dweight
+(C,) in place (N rows, C columns, float32). For each case the grader makes the inputs, sends
+copies to the solution's side (`sandbox`: a process of its own for a file), where the outputs are
+pre-filled with FILL = 123.0 and solve is called, and judges what comes back against a float64
+reference (`reference_backward`) at atol = rtol = 1e-3; NaN anywhere fails. Case "hand-2x4" is
+compared with numbers worked by hand instead (a test checks that the reference agrees).
 
-The solution runs in a worker thread (`guard.call`), optionally under a time limit. Beyond the
-values, a case fails when the solution wrote into an input, replaced or resized an output
-(data_ptr, shape, stride or dtype changed) or wrote past either end of one (each output sits
-between GUARD elements of FILL that must stay FILL).
+Beyond the values, a case fails when solve raised, was lost (time limit, process exit), wrote
+into an input (compared with the grader's own copies), replaced or resized an output (data_ptr,
+shape, stride or dtype changed) or wrote past either end of one (each output sits between GUARD
+elements of FILL that must stay FILL).
 """
 
 import textwrap
@@ -18,8 +19,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 
-from .. import reference
-from . import guard
+from . import sandbox, wire
 from .device import challenge_device
 
 ATOL = 1e-3
@@ -28,6 +28,9 @@ FILL = 123.0  # what the outputs hold before solve: a value no correct output ha
 GUARD = 4096  # FILL elements either side of each output: a store with a missing mask lands here
 DETAIL_ELEMENTS = 16  # outputs this small are printed whole (expected and got) when they differ
 SEED = 0
+FUNCTION, CALL = "solve", "solve(x, weight, dy, dx, dweight, N, C, eps)"
+MESSAGE_CHARACTERS = 300  # a line the solution's side wrote (its error) is cut to this
+TRACE_CHARACTERS = 10_000  # and its traceback
 
 Tensor = torch.Tensor
 Inputs = Tuple[Tensor, Tensor, Tensor]  # x (N, C), weight (C,), dy (N, C): float32 on the CPU
@@ -49,8 +52,15 @@ class Case:
     def expected(self, inputs: Inputs) -> Tuple[Tensor, Tensor]:
         if self.hand is not None:
             return tuple(torch.tensor(values, dtype=torch.float64) for values in self.hand)
-        x, weight, dy = (t.double() for t in inputs)
-        return reference.rms_norm_bwd(x, weight, dy, None, self.eps)
+        return reference_backward(*inputs, self.eps)
+
+
+def reference_backward(x: Tensor, weight: Tensor, dy: Tensor, eps: float) -> Tuple[Tensor, Tensor]:
+    """dx and dweight in float64 from the statement's formulas, written apart from normkit."""
+    x, weight, dy = (t.double() for t in (x, weight, dy))
+    rstd = torch.rsqrt(x.square().mean(dim=1, keepdim=True) + eps)
+    x_hat, g = x * rstd, dy * weight
+    return rstd * (g - x_hat * (g * x_hat).mean(dim=1, keepdim=True)), (dy * x_hat).sum(dim=0)
 
 
 class CaseResult(NamedTuple):
@@ -134,9 +144,10 @@ CASES: List[Case] = [
 
 
 # ----------------------------------------------------------------------------- checking
-def _mismatch(name: str, got: Tensor, want: Tensor, exact: bool) -> Optional[str]:
+def mismatch(name: str, got: Tensor, want: Tensor, exact: bool, atol: float = ATOL,
+              rtol: float = RTOL) -> Optional[str]:
     """None when `got` matches; else where and how it first differs, and whether it is unwritten."""
-    bad = (got != want) if exact else ~torch.isclose(got, want, atol=ATOL, rtol=RTOL)
+    bad = (got != want) if exact else ~torch.isclose(got, want, atol=atol, rtol=rtol)
     bad |= got.isnan()
     if not bad.any():
         return None
@@ -153,15 +164,22 @@ def _mismatch(name: str, got: Tensor, want: Tensor, exact: bool) -> Optional[str
     return message
 
 
-def _padded(shape: tuple, device) -> Tuple[Tensor, Tensor]:
-    """An output of `shape` full of FILL, and the buffer holding it between GUARD more FILLs."""
-    numel = int(torch.Size(shape).numel())
-    buffer = torch.full((GUARD + numel + GUARD,), FILL, device=device)
-    return buffer[GUARD:GUARD + numel].view(shape), buffer
+def one_line(text, limit: int = MESSAGE_CHARACTERS) -> str:
+    """Text from the solution's side as one line of at most `limit` characters."""
+    return textwrap.shorten(" ".join(wire.printable(text).split()), limit, placeholder=" …") or "?"
 
 
-def _layout(tensor: Tensor) -> tuple:
-    return tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype, tensor.device
+def trace(header: dict) -> str:
+    """The traceback the solution's side sent, printable and at most TRACE_CHARACTERS long."""
+    return wire.printable(header.get("trace", ""))[:TRACE_CHARACTERS]
+
+
+def with_output(result: CaseResult, output: str, call: str = FUNCTION) -> CaseResult:
+    """result with what the solution printed during the call shown below it."""
+    if not output:
+        return result
+    printed = f"{call} printed:\n{output}"
+    return result._replace(detail=f"{result.detail}\n{printed}" if result.detail else printed)
 
 
 def _format(values: Tensor) -> str:
@@ -170,58 +188,78 @@ def _format(values: Tensor) -> str:
     return "[" + ", ".join(_format(row) for row in values) + "]"
 
 
-def run_case(solve_fn: Callable, case: Case, device, timeout: Optional[float] = None) -> CaseResult:
-    """Run one case: pre-fill outputs with FILL, call solve_fn (giving up after `timeout` s),
-    compare with the expected values."""
+def _shapes(case: Case) -> dict:
+    """What a reply to a case must hold: name → shape."""
+    return {"dx_buffer": (2 * GUARD + case.n * case.c,), "dweight_buffer": (2 * GUARD + case.c,),
+            "x": (case.n, case.c), "weight": (case.c,), "dy": (case.n, case.c)}
+
+
+def call_case(runner, case: Case, device, timed: bool = False) -> Tuple[Inputs, sandbox.Reply]:
+    """Make the case's inputs (kept here) and have the runner call solve on copies of them."""
     inputs = case.inputs()
-    given = tuple(t.to(device, copy=True) for t in inputs)  # copies: the solution may scribble
-    (dx, dx_buffer), (dweight, dweight_buffer) = _padded((case.n, case.c), device), _padded((case.c,), device)
-    outputs = {"dx": (dx, dx_buffer, _layout(dx)), "dweight": (dweight, dweight_buffer, _layout(dweight))}
-    sync = (lambda: torch.cuda.synchronize(device)) if torch.device(device).type == "cuda" else None
-    outcome = guard.call(solve_fn, (*given, dx, dweight, case.n, case.c, case.eps), timeout=timeout, after=sync)
-    if outcome.timed_out:
-        return CaseResult(case.name, False, f"timed out: solve had not returned after {timeout:g} s "
-                                            "(the limit per case); it may still be running")
-    if outcome.error:  # a solution's crash is its case's failure, not the runner's
-        return CaseResult(case.name, False, f"solve raised {outcome.error}", outcome.trace)
-    return _judge(case, inputs, given, outputs)
+    job = {"kind": "backward", "device": str(device), "n": case.n, "c": case.c, "eps": case.eps,
+           "fill": FILL, "guard": GUARD, "time": timed}
+    limit = sum(int(torch.Size(shape).numel()) for shape in _shapes(case).values())
+    return inputs, runner.call(job, dict(zip(("x", "weight", "dy"), inputs)), limit)
 
 
-def _tampering(inputs: Inputs, given: tuple, outputs: dict) -> Tuple[List[str], bool]:
-    """What solve did besides writing its outputs' values, and whether they can still be read."""
-    replaced = [f"solve replaced or resized its output {name} (its data_ptr, shape, stride or dtype "
-                f"changed): write into the given tensor in place"
-                for name, (tensor, _, layout) in outputs.items() if _layout(tensor) != layout]
-    problems = list(replaced)
-    for name, (_, buffer, _) in outputs.items():
+def _tampering(case: Case, inputs: Inputs, reply: sandbox.Reply) -> List[str]:
+    """What solve did besides writing its outputs' values (the inputs: against our copies)."""
+    problems = []
+    for name in ("dx", "dweight"):
+        buffer = reply.tensors[f"{name}_buffer"]
         outside = int((buffer[:GUARD] != FILL).sum() + (buffer[buffer.numel() - GUARD:] != FILL).sum())
         if outside:
             problems.append(f"solve wrote outside its output {name} ({outside} elements just before "
                             f"or after it changed)")
-    problems += [f"solve wrote into its input {name}" for name, before, after
-                 in zip(("x", "weight", "dy"), inputs, given) if not torch.equal(before, after.cpu())]
-    return problems, not replaced
+    problems += [f"solve wrote into its input {name}" for name, before in zip(("x", "weight", "dy"), inputs)
+                 if not torch.equal(before, reply.tensors[name])]
+    return problems
 
 
-def _judge(case: Case, inputs: Inputs, given: tuple, outputs: dict) -> CaseResult:
-    tampering, readable = _tampering(inputs, given, outputs)
-    if not readable:
-        return CaseResult(case.name, False, "; ".join(tampering))
-    pairs = {name: (tensor.cpu().double(), want)
-             for (name, (tensor, _, _)), want in zip(outputs.items(), case.expected(inputs))}
-    problems = [_mismatch(name, got, want, case.exact) for name, (got, want) in pairs.items()]
-    problems = [p for p in problems if p] + tampering
+def judge(case: Case, inputs: Inputs, reply: sandbox.Reply) -> CaseResult:
+    """The verdict on one reply, from the grader's own inputs and expected values."""
+    if reply.lost:
+        return CaseResult(case.name, False, f"solve {reply.lost}")
+    header, shapes = reply.header, _shapes(case)
+    if header.get("status") == "raised":
+        return CaseResult(case.name, False, f"solve raised {one_line(header.get('error'))}",
+                          trace(header))
+    if (header.get("status") != "returned" or not isinstance(header.get("replaced"), list)
+            or any(tuple(reply.tensors.get(name, torch.empty(0)).shape) != shape for name, shape in shapes.items())):
+        return CaseResult(case.name, False, "the solution's side sent a reply out of format")
+    replaced = [name for name in ("dx", "dweight") if name in header["replaced"]]
+    if replaced:
+        return CaseResult(case.name, False, "; ".join(
+            f"solve replaced or resized its output {name} (its data_ptr, shape, stride or dtype changed): "
+            f"write into the given tensor in place" for name in replaced))
+    got = {"dx": reply.tensors["dx_buffer"][GUARD:GUARD + case.n * case.c].view(case.n, case.c),
+           "dweight": reply.tensors["dweight_buffer"][GUARD:GUARD + case.c]}
+    pairs = {name: (got[name].double(), want) for name, want in zip(got, case.expected(inputs))}
+    problems = [mismatch(name, mine, want, case.exact) for name, (mine, want) in pairs.items()]
+    problems = [p for p in problems if p] + _tampering(case, inputs, reply)
     if problems:
-        detail = "\n".join(f"expected {name} = {_format(want)}\ngot      {name} = {_format(got)}"
-                           for name, (got, want) in pairs.items() if got.numel() <= DETAIL_ELEMENTS)
+        detail = "\n".join(f"expected {name} = {_format(want)}\ngot      {name} = {_format(mine)}"
+                           for name, (mine, want) in pairs.items() if mine.numel() <= DETAIL_ELEMENTS)
         return CaseResult(case.name, False, "; ".join(problems), detail)
-    errors = ", ".join(f"{name} {(got - want).abs().max().item():.1e}" for name, (got, want) in pairs.items())
+    errors = ", ".join(f"{name} {(mine - want).abs().max().item():.1e}" for name, (mine, want) in pairs.items())
     return CaseResult(case.name, True, f"N={case.n} C={case.c} eps={case.eps:g}, max |error| {errors}")
 
 
-def run_suite(solve_fn: Callable, cases: Optional[List[Case]] = None, device=None,
+def run_case(runner, case: Case, device) -> CaseResult:
+    """Call solve on one case through `runner` (see `sandbox`) and judge the reply."""
+    inputs, reply = call_case(runner, case, device)
+    return with_output(judge(case, inputs, reply), reply.output)
+
+
+def run_suite(solution, cases: Optional[List[Case]] = None, device=None,
               timeout: Optional[float] = None) -> List[CaseResult]:
-    """Run every case (CASES by default) on `device` (GPU, or CPU under the interpreter), each
-    given at most `timeout` seconds (None: no limit)."""
+    """Run every case (CASES by default) on `device` (GPU, or CPU under the interpreter).
+
+    `solution`: a path to a contestant's file, run in a process of its own under a limit of
+    `timeout` seconds per call (None: none), or a callable this process trusts, called here.
+    Raises SolutionError when the file cannot be loaded.
+    """
     device = challenge_device() if device is None else device
-    return [run_case(solve_fn, case, device, timeout) for case in (CASES if cases is None else cases)]
+    with sandbox.open_solution(solution, FUNCTION, CALL, timeout) as runner:
+        return [run_case(runner, case, device) for case in (CASES if cases is None else cases)]

@@ -1,7 +1,8 @@
 """`python -m normkit challenge {list,show,starter,rms-norm-forward,rms-norm-backward}`.
 
 Exit status: 0 when everything passed (or was shown/written), 1 when a case failed, 2 for a
-solution file that cannot be loaded, a starter that would overwrite a file, or bad arguments.
+solution file that cannot be loaded, a starter that would overwrite a file, bad arguments or no
+device to run on; each of those ends in one line on stderr, "normkit challenge: …".
 """
 
 import argparse
@@ -10,10 +11,12 @@ from typing import List
 
 from . import statements
 from .backward import solve
+from .checks import check_eps, check_positive_int
+from .device import challenge_device
 from .forward import run
 from .grader import grade_backward, grade_forward
-from .guard import DEFAULT_TIMEOUT
-from .solution import SolutionError, load_solution
+from .sandbox import DEFAULT_TIMEOUT, StartError
+from .solution import SolutionError
 
 __all__ = ["main", "grade_backward", "grade_forward"]
 
@@ -78,30 +81,39 @@ def _starter(args) -> int:
     try:
         statements.write_starter(args.name, args.lang, path, args.force)
     except FileExistsError as error:
-        print(f"normkit challenge starter: {error}", file=sys.stderr)
-        return 2
+        return _error(error)
     print(f"wrote {path}; grade it with: python -m normkit challenge {args.name} --solution {path}")
     return 0
 
 
+def _error(error: Exception) -> int:
+    print(f"normkit challenge: {error}", file=sys.stderr)
+    return 2
+
+
 def _grade(args) -> int:
-    statement = statements.STATEMENTS[args.command]
-    if args.solution is None:
-        if args.command == "rms-norm-forward":  # normkit's own: prints just the bool, as ever
+    try:
+        if args.command == "rms-norm-forward":
+            check_positive_int("M", args.M)
+            check_positive_int("N", args.N)
+            check_eps(args.eps)
+        challenge_device()  # no GPU and no interpreter: said before anything runs
+    except (ValueError, TypeError, RuntimeError) as error:
+        return _error(error)
+    try:
+        return _run_grader(args)
+    except (SolutionError, StartError) as error:
+        return _error(error)
+
+
+def _run_grader(args) -> int:
+    if args.command == "rms-norm-forward":
+        if args.solution is None:  # normkit's own run: prints just the bool, as ever
             matched = run(args.M, args.N, args.eps)
             print(matched)
             return 0 if matched else 1
-        return 0 if grade_backward(solve, args.action, args.timeout) else 1
-    try:
-        fn = load_solution(args.solution, statement.function, statement.call)
-    except SolutionError as error:
-        print(f"normkit challenge: {error}", file=sys.stderr)
-        return 2
-    if args.command == "rms-norm-forward":
-        passed = grade_forward(fn, args.M, args.N, args.eps, args.timeout)
-    else:
-        passed = grade_backward(fn, args.action, args.timeout)
-    return 0 if passed else 1
+        return 0 if grade_forward(args.solution, args.M, args.N, args.eps, args.timeout) else 1
+    return 0 if grade_backward(args.solution or solve, args.action, args.timeout) else 1
 
 
 def main(argv: List[str]) -> int:

@@ -3,10 +3,12 @@
     y = x · rstd · w,   rstd = 1 / sqrt(mean(x², over the row) + eps)
 """
 
+from typing import Tuple
+
 import torch
 
-from .. import ops, validation
-from .checks import check_positive_int
+from ..lowlevel import rms_norm_fwd
+from .checks import check_eps, check_positive_int
 from .device import challenge_device
 
 # fp32 kernel vs fp32 torch: both sum N squares in float32, in different orders; at N = 256 the
@@ -14,6 +16,15 @@ from .device import challenge_device
 ATOL = 1e-5
 RTOL = 1e-5
 SEED = 0
+CALL = "run(M=64, N=256, eps=1e-6) -> bool"  # how the grader calls a solution, for messages
+
+
+def inputs(M: int, N: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The statement's inputs, on the CPU: from torch.Generator().manual_seed(SEED), x = randn(M, N)
+    then weight = randn(N)."""
+    generator = torch.Generator().manual_seed(SEED)
+    x = torch.randn(M, N, generator=generator)
+    return x, torch.randn(N, generator=generator)
 
 
 def torch_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -29,11 +40,8 @@ def run(M: int = 64, N: int = 256, eps: float = 1e-6) -> bool:
     """
     M = check_positive_int("M", M)
     N = check_positive_int("N", N)
-    eps = validation.check_eps(eps)
+    eps = check_eps(eps)
     device = challenge_device()
-    generator = torch.Generator().manual_seed(SEED)
-    x = torch.randn(M, N, generator=generator).to(device)
-    weight = torch.randn(N, generator=generator).to(device)
-    out = torch.empty_like(x)
-    ops.launch_fwd(x, out, weight=weight, eps=eps)
+    x, weight = (t.to(device) for t in inputs(M, N))
+    out, _, _ = rms_norm_fwd(x, weight, eps=eps)
     return bool(torch.allclose(out, torch_reference(x, weight, eps), atol=ATOL, rtol=RTOL))

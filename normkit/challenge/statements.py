@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, List, Tuple
 
-from . import cases, perf
-from .guard import DEFAULT_TIMEOUT
+from . import cases, forward, perf
+from .sandbox import DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,19 @@ def _tested() -> str:
         f"left unwritten fails, and dweight must be overwritten, not added to. Results are compared "
         f"with a float64 reference at atol = rtol = {_short(cases.ATOL)} (bit for bit in the zero-dy "
         f"case); NaN fails. A case also fails when solve writes into x, weight or dy, replaces or "
-        f"resizes dx or dweight (data_ptr, shape, stride), writes just outside them, raises, or "
-        f"runs past the time limit ({DEFAULT_TIMEOUT:g} s a case, --timeout).",
+        f"resizes dx or dweight (data_ptr, shape, stride), writes just outside them, raises, ends "
+        f"its process, or runs past the time limit ({DEFAULT_TIMEOUT:g} s a case, and as much for "
+        f"importing the file; --timeout).",
+        "The file runs in a Python process of its own, killed at the time limit: it gets copies of "
+        "the inputs, and the grader, which alone makes the inputs, knows the expected values and "
+        "prints the verdict, judges the arrays that come back. What solve prints is shown, "
+        "indented, under its case.",
         f"On a GPU, then the performance case: N = {perf.N}, C = {perf.C}, float32, dy correlated "
         f"with x (dy = 0.5·x + noise). It reports the median time, the bandwidth as a share of the "
         f"copy bandwidth measured in the same run (counting 3·N·C·4 bytes: read x and dy, write "
-        f"dx), and the ratio to normkit's own kernel timed in the same run.",
+        f"dx), and the ratio to normkit's own kernel timed in the same run. The solution's time is "
+        f"measured in its process; the grader measures the copy and normkit's kernel itself, and "
+        f"fails a time that would beat the copy by more than {perf.PLAUSIBLE:g}×.",
         "The exit status is 0 only when everything passed.",
     ])
 
@@ -89,7 +96,7 @@ _FORWARD_SIGNATURE = "def run(M: int = 64, N: int = 256, eps: float = 1e-6) -> b
 
 BACKWARD = Statement(
     "rms-norm-backward", "RMSNorm backward", "dx and dweight of RMSNorm, rstd recomputed, into given tensors",
-    "solve", "solve(x, weight, dy, dx, dweight, N, C, eps)", _BACKWARD_SIGNATURE,
+    cases.FUNCTION, cases.CALL, _BACKWARD_SIGNATURE,
     "# Write dx (N, C) and dweight (C,) in place; x, weight and dy are inputs, float32.",
     (("Problem", "Given x (N rows of C values), the weight (C,) of y = x̂·weight and the gradient dy "
                  "arriving on y, write the gradients dx (N, C) and dweight (C,). Nothing is saved "
@@ -110,23 +117,29 @@ BACKWARD = Statement(
 FORWARD = Statement(
     "rms-norm-forward", "RMSNorm forward in Triton (the seed problem)",
     "run a Triton RMSNorm forward, return whether it matches PyTorch",
-    "run", "run(M=64, N=256, eps=1e-6) -> bool", _FORWARD_SIGNATURE,
+    "run", forward.CALL, _FORWARD_SIGNATURE,
     "# Launch your Triton RMSNorm on seeded (M, N) float32 inputs; return torch.allclose vs PyTorch.",
     (("Problem", "Write a Triton kernel for the RMSNorm forward, launch it on seeded random float32 "
                  "inputs x (M, N) and weight (N,), compare its output with a plain-PyTorch "
-                 "reference and return whether they agree."),
+                 "reference and return whether they agree. Make the inputs on the CPU as "
+                 f"g = torch.Generator().manual_seed({forward.SEED}); x = torch.randn(M, N, "
+                 "generator=g); weight = torch.randn(N, generator=g), then move them to the GPU."),
      ("Math", "rstd = 1 / sqrt(mean(x²) + eps)      (mean over the N values of a row)\n"
               "y    = x · rstd · weight"),
      ("Signature", _FORWARD_SIGNATURE + "\n\nReturns the Python bool True when the outputs agree."),
      ("Constraints", "M ≥ 1, N ≥ 1, eps ≥ 0, float32. normkit's own run compares with "
-                     "torch.allclose(out, reference, atol=1e-5, rtol=1e-5)."),
+                     f"torch.allclose(out, reference, atol={forward.ATOL:g}, rtol={forward.RTOL:g})."),
      ("Example", "run(M=64, N=256, eps=1e-6) -> True\n"
                  "(`python -m normkit challenge rms-norm-forward` prints normkit's own answer.)"),
-     ("How it is tested", "The grader calls run(M=64, N=256, eps=1e-6) once and passes when it "
-                          "returns exactly the bool True (not 1, not a tensor). It sees only the "
-                          "returned bool: the kernel and the comparison inside are taken on trust. "
-                          f"A raise or a call past the time limit ({DEFAULT_TIMEOUT:g} s, --timeout) "
-                          "fails. The exit status is 0 only on a pass.")))
+     ("How it is tested", "The grader calls run(M=64, N=256, eps=1e-6) once, in a Python process "
+                          "of its own, and watches the Triton kernels it launches (kernel[grid](...), "
+                          "autotuned ones too). It passes when run returns exactly the bool True (not "
+                          "1, not a tensor) and one launch took the statement's x and weight, left "
+                          "them unchanged and wrote an (M, N) output that matches a float64 "
+                          f"reference computed by the grader (atol = rtol = {forward.ATOL:g}). A "
+                          "raise, an exit or a call past the time limit "
+                          f"({DEFAULT_TIMEOUT:g} s, and as much for the import; --timeout) fails. "
+                          "The exit status is 0 only on a pass.")))
 
 STATEMENTS: Dict[str, Statement] = {s.name: s for s in (FORWARD, BACKWARD)}
 _WIDTH = 78
