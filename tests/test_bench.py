@@ -269,6 +269,31 @@ def test_float64_errors():
     assert math.isnan(errors["nan"])
 
 
+def test_float64_errors_of_per_head_offset_and_llama_casting():
+    """Per-head parameters (H, N), weight_offset and x_hat_dtype reach the reference: its own outputs
+    score 0, a 1 % error scores 0.01, and outputs of the plain norm do not pass for them."""
+    gen = torch.Generator().manual_seed(5)
+    x, dy = torch.randn(4, 3, 40, generator=gen), torch.randn(4, 3, 40, generator=gen)
+    weight, bias = 1 + 0.25 * torch.randn(3, 40, generator=gen), 0.1 * torch.randn(3, 40, generator=gen)
+    for options in ({"weight_offset": 1.0}, {"x_hat_dtype": torch.bfloat16}, {"is_rms_norm": False}):
+        is_rms = options.get("is_rms_norm", True)
+        extra = {k: v for k, v in options.items() if k != "is_rms_norm"}
+        y, _, mean, rstd = reference.norm_fwd(x.double(), weight.double(), bias.double(), eps=1e-6,
+                                              is_rms_norm=is_rms, **extra)
+        dx, dweight, dbias = reference.norm_bwd(x.double(), weight.double(), dy.double(), mean, rstd, eps=1e-6,
+                                                is_rms_norm=is_rms, bias_dtype=torch.float64, **extra)
+        outputs = {"y": ("y", y), "rstd": ("rstd", rstd.reshape(-1)), "dx": ("dx", dx.reshape(-1, 40)),
+                   "dweight": ("dweight", dweight), "dbias": ("dbias", dbias), "dweight+1%": ("dweight", 1.01 * dweight)}
+        errors = float64_errors(x, weight, dy, 1e-6, outputs, bias=bias, **options)
+        assert errors.pop("dweight+1%") == pytest.approx(0.01), options
+        assert all(e < 1e-15 for e in errors.values()), (options, errors)
+        plain = float64_errors(x, weight, dy, 1e-6, outputs, bias=bias, is_rms_norm=is_rms)
+        if "weight_offset" in options:
+            assert plain["y"] > 0.1 and plain["dx"] > 0.1
+        elif "x_hat_dtype" in options:  # x̂ rounded to bf16: about bf16's rounding, 2^-9
+            assert 1e-4 < plain["y"] < 1e-2 and plain["dweight"] > 1e-4
+
+
 def test_strided_inputs_and_dx_scale_for_single_columns():
     x, weight, dy = make_inputs((4, 6), torch.float16, "cpu", layout="strided")
     assert x.stride() == (12, 2) and dy.stride() == (12, 2) and weight.dtype == torch.float16

@@ -216,6 +216,21 @@ def run(grid: Union[Sequence[Case], Mapping[str, Sequence[Case]]], impl_names: S
     return results, env
 
 
+def warm(case: Case, impl_names: Sequence[str], family: str = "rms", device: str = "cuda") -> None:
+    """Run every implementation once on one CUDA case, nothing timed: compiles what a timed run of
+    it would (into Triton's and Inductor's on-disk caches). A precompile worker's job
+    (`normkit.bench.precompile`)."""
+    device = torch.device(device)
+    sample = make_sample(FAMILIES[family], case, device)
+    for impl in load_impls(impl_names, family, quiet=True):
+        _no_grad(impl.apply, sample.inputs)
+        impl.backward(sample.inputs, sample.grads, EPS)()
+        leaves = [t.detach().requires_grad_() for t in sample.inputs]
+        torch.autograd.grad(impl.apply(*leaves, EPS), leaves, sample.grads)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def _samples(family: Family, case: Case, device: torch.device, dry_run: bool) -> List[Sample]:
     dtype, m, n = case
     nbytes = timing.min_bytes("fwd", m, n, torch.empty((), dtype=dtype).element_size(), family.name)
