@@ -346,6 +346,9 @@ def _eager_main(args: argparse.Namespace, device: torch.device, impls: Sequence[
     results, env = eager.run(grids, impls, device, eps=EPS, dry_run=args.dry_run, **sizes)
     if args.dry_run:
         print("DRY RUN: the interpreter on a tiny shape; not a GPU measurement.")
+    else:
+        print(f"{env['device']} · torch {env['torch']} · triton {env['triton']}"
+              + "".join(f" · {k} {v}" for k, v in env["peers"].items()))
     print(eager.method(device=env["device"], on_gpu=device.type == "cuda", **sizes))
     print(output.eager_tables(results))
     if args.markdown:
