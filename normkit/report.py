@@ -51,7 +51,7 @@ import json
 import math
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -200,10 +200,14 @@ def _cell(results: Dict[str, Tuple[float, float]], column: str) -> str:
     return output.fmt_err(err) + ("" if err <= tol else " !")
 
 
-def verify(cases: List[Tuple[int, Case, torch.dtype]], device: torch.device) -> List[Dict]:
-    """One row per (seed, case, dtype): errors, verdict, table cells (a crash fails its case only)."""
+def verify(cases: List[Tuple[int, Case, torch.dtype]], device: torch.device,
+           ready: Optional[Callable[[int], None]] = None) -> List[Dict]:
+    """One row per (seed, case, dtype): errors, verdict, table cells (a crash fails its case only).
+    ready(i), when given, returns once the i-th case may run (its kernels compiled elsewhere)."""
     rows = []
-    for seed, case, dtype in output.progress(cases, "verify"):
+    for i, (seed, case, dtype) in enumerate(output.progress(cases, "verify")):
+        if ready is not None:
+            ready(i)
         row = {"case": case.label, "shape": list(case.shape), "layout": case.layout,
                "dtype": output.DTYPE_NAMES[str(dtype)], "tolerance": TOLERANCE[dtype]}
         try:
@@ -292,11 +296,17 @@ def main(argv=None) -> int:
           "a representative subset, every kernel path, feature and dtype at least once (--full: all)"))
     report = {"backend": backend, **info, "measure": "relative error vs float64, ‖got − ref‖ / ‖ref‖",
               "grid_cases": total}
-    if on_gpu:
-        report["precompile"] = _precompile(cases, args)
+    pool, first = _precompile(cases, args) if on_gpu else (None, 0)
     print("Each cell: relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖; a case passes when "
           "every error is finite and ≤ its dtype's tolerance (tol).")
-    rows = verify(cases, torch.device("cuda" if on_gpu else "cpu"))
+    started_cases = time.perf_counter()
+    rows = verify(cases, torch.device("cuda" if on_gpu else "cpu"),
+                  ready=None if pool is None else lambda i: pool.wait(first + i))
+    if pool is not None:  # every worker gone before anything is timed
+        report["precompile"] = {"workers": pool.workers, "jobs": pool.jobs, "note": pool.close(),
+                                "cases_seconds": time.perf_counter() - started_cases}
+        if pool.note:
+            print(f"precompile: {pool.note}")
     table = [[r["case"], r["dtype"], *r["cells"], f"{r['tolerance']:.0e}",
               "PASS" if r["passed"] else "FAIL"] for r in rows]
     print(output.text_table(("case", "dtype", *COLUMNS, "tol", "result"), table))
@@ -319,23 +329,23 @@ def main(argv=None) -> int:
     return 0 if passed else 1
 
 
-def _precompile(cases: List[Tuple[int, Case, torch.dtype]], args: argparse.Namespace) -> Dict:
-    """Compile the kernels of the cases (and of the timing table) in worker processes first."""
+def _precompile(cases: List[Tuple[int, Case, torch.dtype]], args: argparse.Namespace
+                ) -> Tuple[Optional[precompile.Pool], int]:
+    """Start compiling the kernels of the cases (and of the timing table) in worker processes;
+    returns the pool (None without workers) and the job index of the first case."""
     from .bench import cli
 
     # the timing table's first: torch.compile's are the longest to build, and workers take jobs in order
     jobs = [] if args.no_bench else [(cli.warm, (case, [n for n in BENCH_IMPLS if n != "native"]))
                                      for case in BENCH_GRID]
+    first = len(jobs)
     jobs += [(warm_case, (case, dtype, seed)) for seed, case, dtype in cases]
     workers = precompile.workers(args.jobs, len(jobs))
     if not workers:
-        return {"workers": 0}
-    print(f"Compiling the kernels first: {len(jobs)} jobs in {workers} worker processes (--jobs 0: none)")
-    started = time.perf_counter()
-    note = precompile.run(jobs, workers)
-    if note:
-        print(f"precompile: {note}")
-    return {"workers": workers, "jobs": len(jobs), "seconds": time.perf_counter() - started, "note": note}
+        return None, first
+    print(f"Compiling the kernels in {workers} worker processes ({len(jobs)} jobs; --jobs 0: none); each case "
+          "runs here once its kernels are built")
+    return precompile.Pool(jobs, workers), first
 
 
 def _bench(report: Dict) -> bool:

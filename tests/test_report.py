@@ -238,35 +238,61 @@ def test_jobs_option_and_worker_count(capsys):
 
 
 def test_precompile_runs_jobs_in_spawned_workers_and_reports_failures():
-    assert precompile.run([(os.getpid, ())], 0) is None  # no workers: nothing runs
+    idle = precompile.Pool([(os.getpid, ())], 0)  # no workers: nothing runs
+    idle.wait(0)
+    assert idle.close() is None and idle.failures == []
     seed, case, dtype = report.selected(on_gpu=False, quick=True, full=False)[0]
     # a verification case travels to a spawned worker and runs there (the interpreter: TRITON_INTERPRET
     # is inherited)
-    assert precompile.run([(report.warm_case, (case, dtype, seed, "cpu")), (abs, (-3,))], 2) is None
-    note = precompile.run([(abs, (-3,)), (math.sqrt, (-1.0,))], 2)
-    assert note == ("1 of 2 jobs failed in the workers (first: ValueError: math domain error); "
-                    "their kernels compile here, one at a time")
+    pool = precompile.Pool([(report.warm_case, (case, dtype, seed, "cpu")), (abs, (-3,))], 2)
+    pool.wait(1)
+    pool.wait(1)  # (waiting twice counts once)
+    assert pool.close() is None and pool.failures == []
+    pool = precompile.Pool([(abs, (-3,)), (math.sqrt, (-1.0,)), (math.sqrt, (-2.0,))], 2)
+    assert pool.close() == ("2 of 3 jobs failed in the workers (first: ValueError: math domain error); "
+                            "their kernels compile here, one at a time")
 
 
-def test_verify_on_a_gpu_compiles_first_and_falls_back_with_one_line(monkeypatch, capsys):
+def test_verify_on_a_gpu_runs_each_case_once_its_job_is_done(monkeypatch, capsys):
     from normkit.bench import cli as bench_cli
 
     items = report.selected(on_gpu=False, quick=True, full=False)
-    ran = []
-    monkeypatch.setattr(precompile, "run", lambda jobs, workers: ran.append((jobs, workers)) or "2 of 9 jobs failed")
-    args = report.parser().parse_args(["--jobs", "3"])
-    info = report._precompile(items, args)
-    jobs, workers = ran[0]
-    assert workers == 3 and info["workers"] == 3 and info["note"] == "2 of 9 jobs failed"
+    events = []
+
+    class Recorder:
+        def __init__(self, jobs, workers):
+            self.jobs, self.workers, self.note = jobs, workers, None
+            events.append(("start", len(jobs), workers))
+
+        def wait(self, index):
+            events.append(("wait", index))
+
+        def close(self):
+            events.append(("close",))
+            self.note = "2 of 9 jobs failed"
+            return self.note
+
+    monkeypatch.setattr(precompile, "Pool", Recorder)
+    monkeypatch.setattr(report, "check", lambda case, dtype, device, seed: events.append(("check", seed)) or {})
+    pool, first = report._precompile(items, report.parser().parse_args(["--jobs", "3"]))
     bench_jobs = [(bench_cli.warm, (case, ["normkit", "compile"])) for case in report.BENCH_GRID]
-    assert jobs == bench_jobs + [(report.warm_case, (case, dtype, seed)) for seed, case, dtype in items]
-    out = capsys.readouterr().out
-    assert "in 3 worker processes" in out and out.count("precompile: 2 of 9 jobs failed") == 1
-    ran.clear()
-    assert report._precompile(items, report.parser().parse_args(["--jobs", "0", "--no-bench"])) == {"workers": 0}
-    assert ran == []
-    report._precompile(items, report.parser().parse_args(["--no-bench"]))
-    assert len(ran[0][0]) == len(items)  # --no-bench: nothing of the timing table
+    assert pool.jobs == bench_jobs + [(report.warm_case, (case, dtype, seed)) for seed, case, dtype in items]
+    assert pool.workers == 3 and first == len(bench_jobs)
+    assert "in 3 worker processes" in capsys.readouterr().out
+    # through main (a GPU pretended): each case after its own job, the pool closed before the timing table
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(report, "_backend", lambda on_gpu: "Triton on a pretend GPU")
+    monkeypatch.setattr(report.lowlevel, "runtime_info", lambda: {"normkit": "0", "torch": "0", "triton": "0"})
+    monkeypatch.setattr(report, "selected", lambda on_gpu, quick, full: items[:2])
+    monkeypatch.setattr(report, "_bench", lambda rep: events.append(("bench",)) or True)
+    events.clear()
+    assert report.main(["--jobs", "2"]) == 1  # (check returns nothing: no case passes)
+    assert events == [("start", 5, 2), ("wait", 3), ("check", items[0][0]), ("wait", 4), ("check", items[1][0]),
+                      ("close",), ("bench",)]
+    assert capsys.readouterr().out.count("precompile: 2 of 9 jobs failed") == 1
+    events.clear()
+    assert report.main(["--jobs", "0", "--no-bench"]) == 1
+    assert events == [("check", items[0][0]), ("check", items[1][0])]  # no pool: nothing waited for
 
 
 def test_bench_warm_runs_every_implementation_once():
