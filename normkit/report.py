@@ -106,10 +106,12 @@ def selected(on_gpu: bool, quick: bool, full: bool) -> List[Tuple[int, Case, tor
     return [(seed, case, dtype) for seed, (case, dtype) in enumerate(cases) if (case, dtype) in picked]
 
 
-def case_inputs(case: Case, dtype: torch.dtype, device: torch.device, seed: int) -> Dict[str, Optional[torch.Tensor]]:
+def case_inputs(case: Case, dtype: torch.dtype, device: torch.device, seed: int
+                ) -> Dict[str, Optional[torch.Tensor]]:
     """x, weight, dy (`make_inputs`), and as the layout asks: bias ~ 0.1·N(0, 1), per-head parameters
     (H, N), residual and dresidual_out ~ N(0, 1), from a generator seeded apart from make_inputs'."""
-    x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout="strided" if case.has("strided") else "contiguous",
+    layout = "strided" if case.has("strided") else "contiguous"
+    x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout=layout,
                                 with_weight=not case.has("no weight") and not case.has("per-head"))
     gen = torch.Generator(device=x.device).manual_seed(seed + 7919)
     randn = lambda *size: torch.randn(*size, generator=gen, device=x.device)  # noqa: E731
@@ -122,7 +124,8 @@ def case_inputs(case: Case, dtype: torch.dtype, device: torch.device, seed: int)
     return dict(x=x, weight=weight, bias=bias, residual=residual, dy=dy, dresidual_out=dresidual_out)
 
 
-def run_case(case: Case, dtype: torch.dtype, t: Dict[str, Optional[torch.Tensor]]) -> Dict[str, Tuple[str, torch.Tensor]]:
+def run_case(case: Case, dtype: torch.dtype, t: Dict[str, Optional[torch.Tensor]]
+             ) -> Dict[str, Tuple[str, torch.Tensor]]:
     """Every output of one case, {label: (kind, tensor)} as `float64_errors` takes them.
 
     The forward op (storing the statistics), the backward op with them and recomputing them, and

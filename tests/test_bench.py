@@ -283,7 +283,8 @@ def test_float64_errors_of_per_head_offset_and_llama_casting():
         dx, dweight, dbias = reference.norm_bwd(x.double(), weight.double(), dy.double(), mean, rstd, eps=1e-6,
                                                 is_rms_norm=is_rms, bias_dtype=torch.float64, **extra)
         outputs = {"y": ("y", y), "rstd": ("rstd", rstd.reshape(-1)), "dx": ("dx", dx.reshape(-1, 40)),
-                   "dweight": ("dweight", dweight), "dbias": ("dbias", dbias), "dweight+1%": ("dweight", 1.01 * dweight)}
+                   "dweight": ("dweight", dweight), "dbias": ("dbias", dbias),
+                   "dweight+1%": ("dweight", 1.01 * dweight)}
         errors = float64_errors(x, weight, dy, 1e-6, outputs, bias=bias, **options)
         assert errors.pop("dweight+1%") == pytest.approx(0.01), options
         assert all(e < 1e-15 for e in errors.values()), (options, errors)

@@ -9,7 +9,6 @@ import sys
 import pytest
 import torch
 
-import normkit
 from normkit import config as cfg
 from normkit import ops, report
 from normkit.bench import cases, precompile
@@ -207,7 +206,8 @@ def test_tile_calls_are_what_the_launches_ask_for(case, monkeypatch):
     for dtype in (torch.bfloat16, torch.float32):
         asked.clear()
         report.run_case(case, dtype, report.case_inputs(case, dtype, torch.device("cpu"), seed=0))
-        predicted = {normalised(**kw) for kw in cases.tile_calls(case, dtype, interpret=True, multiprocessors=4).values()}
+        calls = cases.tile_calls(case, dtype, interpret=True, multiprocessors=4)
+        predicted = {normalised(**kw) for kw in calls.values()}
         assert asked == predicted
 
 
