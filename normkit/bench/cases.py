@@ -11,7 +11,8 @@ kernels (166 s for 88 cases on an H200), so by default verify runs a representat
     weight offset, llama casting, no weight, strided rows), rows not a multiple of 16, its dtype;
   - per pass (forward; backward with saved statistics; backward recomputing them) the tile the launch
     heuristics pick for it on this device (`normkit.config.tile_config`): whole row, column tiles or
-    split rows, and each option of that tile (re-read, prefetch, staged loads, register cap, ...).
+    split rows; and per direction that tile with all its options (re-read, prefetch, staged loads,
+    register cap, ...), so every combination the grid reaches is a path of its own.
 
 The subset is a greedy cover of every label of the full grid: take the case × dtype with the most
 labels not yet covered (ties: the fewer elements, then the earlier in the grid), until none is left.
@@ -85,9 +86,9 @@ class Case:
 
 
 def tile_calls(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors: int) -> Dict[str, Dict]:
-    """{pass: the keyword arguments its launch gives `normkit.config.tile_config`}, as
+    """{pass (PASSES): the keyword arguments its launch gives `normkit.config.tile_config`}, as
     `normkit.ops.launch_fwd` / `launch_bwd` derive them from the case's tensors."""
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     n = case.shape[-1]
     common = dict(n=n, interpret=interpret, heads=case.heads, multiprocessors=multiprocessors,
                   residual=case.has("residual"), layer_norm=not case.is_rms_norm, element_size=size)
@@ -96,8 +97,7 @@ def tile_calls(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors:
     # 16-byte vector loads: N and every row stride multiples of 16 elements, unit column strides
     aligned = n % 16 == 0 and not case.has("strided")
     backward = dict(common, backward=True, vector_aligned=not cfg.may_stage(n, size) or aligned)
-    return {"forward": forward, "backward, saved statistics": dict(backward, recompute=False),
-            "backward, recomputed statistics": dict(backward, recompute=True)}
+    return dict(zip(PASSES, (forward, dict(backward, recompute=False), dict(backward, recompute=True))))
 
 
 def paths(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors: int) -> FrozenSet[str]:
