@@ -3,13 +3,16 @@
 Every case runs normkit's kernels and compares them with `normkit.reference` run on float64
 copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
 
-  y, rstd          rms_norm_fwd(x, weight, store_rstd=True)
-  dx, dweight      rms_norm_bwd(x, weight, dy, rstd)        with the saved rstd
-  dx*, dweight*    rms_norm_bwd(x, weight, dy, None)        rstd recomputed in the kernel
-  autograd         rms_norm(x, weight) + torch.autograd.grad: the worst of its y, dx, dweight
+  y, rstd          the forward op, storing the statistics (`normkit.ops.norm_fwd`: what
+                   rms_norm_fwd / layer_norm_fwd call after validating and flattening)
+  dx, dweight      the backward op with the saved statistics (`normkit.ops.norm_bwd`)
+  dx*, dweight*    the backward op recomputing them in the kernel
+  autograd         rms_norm / layer_norm + torch.autograd.grad: the worst of its outputs and gradients
 
-and the same through layer_norm_fwd/bwd for the "layer norm" cases (with a bias, whose dbias
-counts in the verdict) and with a residual (the fused pre-norm path) for the "residual" cases.
+A case is a shape and a layout (`normkit.bench.cases.FEATURES`): RMSNorm or LayerNorm (with a bias,
+whose dbias counts in the verdict), a residual (the fused pre-norm path: residual_out and a gradient
+arriving on it count too), per-head parameters, Gemma's weight offset, Llama casting, no weight,
+strided rows.
 
 An output passes when it is finite and its error is within the tolerance of its own dtype:
 
@@ -24,6 +27,23 @@ rstd is float32 (float64 for fp64 inputs), so it is held to that dtype's toleran
 On a GPU the grid is larger (up to 16384×4096 and N = 262144) and a first timing table follows
 (`normkit.bench`). On a CPU the kernels run in Triton's interpreter on small shapes, and nothing
 is timed. Exit status 0 iff every case passes.
+
+The default subset. Compiling the kernels is what a first run on a GPU costs (Triton compiled 88
+cases for 166 s on a fresh H200), so by default verify runs a representative subset and `--full`
+every case. Each case × dtype of the grid is labelled with what it exercises: its family, its
+layout's features (residual, bias, per-head, offset, llama casting, no weight, strided), its dtype,
+and per pass — forward, backward with saved statistics, backward recomputing them — the tile this
+device's launch heuristics pick (whole row, column tiles or split rows, with their options: re-read,
+prefetch, staged loads, register cap, ...). The subset is the greedy cover of every label of the
+grid: repeatedly the case × dtype adding the most labels not yet covered, until none is left
+(`normkit.bench.cases.representative`). Computed, not listed: a heuristic that moves a shape onto a
+new tile keeps that tile in the default check. On an H200 that is about one case in eight (15 of
+124 when written), on the CPU one in five; a case has the same inputs (seed) in the subset and in
+--full.
+
+On a GPU the kernels of the cases (and of the timing table) are first compiled in parallel worker
+processes (`normkit.bench.precompile`): that only fills Triton's on-disk cache, so the results are
+those of a serial run.
 """
 
 import argparse
@@ -31,13 +51,13 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from . import lowlevel
-from .bench import output
+from . import _runtime, lowlevel
+from .bench import output, precompile
+from .bench.cases import Case, representative
 from .bench.inputs import float64_errors, make_inputs
 
 EPS = 1e-6
@@ -45,36 +65,28 @@ TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5, tor
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 COLUMNS = ("y", "rstd", "dx", "dweight", "dx*", "dweight*", "autograd")
 
-
-@dataclass(frozen=True)
-class Case:
-    shape: Tuple[int, ...]
-    # "contiguous", "strided" (column stride 2), "no weight", "layer norm" (LayerNorm with weight
-    # and bias) or "residual" (RMSNorm of x + residual, the fused pre-norm path)
-    layout: str = "contiguous"
-
-    @property
-    def label(self) -> str:
-        text = "×".join(map(str, self.shape))
-        return text if self.layout == "contiguous" else f"{text} {self.layout}"
-
-
 _SMALL = [Case((1, 1)), Case((3, 7)), Case((64, 256)), Case((2, 3, 40)),
           Case((12, 96), "strided"), Case((64, 256), "no weight"), Case((33, 300), "layer norm"),
-          Case((2, 16, 200), "residual")]
+          Case((2, 16, 200), "residual"), Case((4, 3, 96), "per-head"), Case((64, 256), "offset"),
+          Case((64, 256), "llama"), Case((33, 300), "layer norm, residual")]
 _CPU_MORE = [Case((4, 5000)), Case((2, 70000))]  # 70000 > the interpreter's 65536-wide tile
 # GPU: every tile rule of the launch heuristics (docs/design.md#heuristics) — stacked rows (128,
-# 768), whole rows (2048 … 12000), the backward's column tiles past 16384 (20000, 40000), the
-# forward's past 32768 (40000, 70000, 262144); QK-norm rows; large M.
+# 768), whole rows (2048 … 12000), the backward's split rows past 16384 (20000, 40000), the
+# forward's past 32768 (40000, 70000, 262144), the backward's column tiles where split rows of
+# every head would not all be resident (64 heads × 40000); QK-norm rows; large M.
 _GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 12000)),
              Case((300, 20000)), Case((100, 40000)), Case((65537, 128)), Case((4, 33, 768)),
              Case((512, 3000), "strided"), Case((16384, 4096)), Case((64, 262144)),
-             Case((4096, 4096), "layer norm"), Case((4096, 4096), "residual"), Case((64, 70000), "layer norm")]
+             Case((4096, 4096), "layer norm"), Case((4096, 4096), "residual"), Case((64, 70000), "layer norm"),
+             Case((2048, 32, 128), "per-head"), Case((2, 64, 40000), "per-head"), Case((4096, 4096), "llama"),
+             Case((4096, 4096), "layer norm, residual"), Case((64, 70000), "layer norm, residual")]
 BENCH_GRID = [(torch.bfloat16, 4096, 2048), (torch.bfloat16, 16384, 4096),
               (torch.float32, 16384, 4096)]
+BENCH_IMPLS = ["normkit", "native", "compile"]
 
 
 def grid(on_gpu: bool, quick: bool) -> List[Tuple[Case, torch.dtype]]:
+    """Every case of this device (--quick: the small shapes, on a GPU plus the first three large ones)."""
     cases = list(_SMALL)
     if on_gpu:
         cases += _GPU_MORE[:3] if quick else _GPU_MORE
@@ -83,73 +95,122 @@ def grid(on_gpu: bool, quick: bool) -> List[Tuple[Case, torch.dtype]]:
     return [(case, dtype) for case in cases for dtype in DTYPES]
 
 
-def _family_inputs(case: Case, x: torch.Tensor, weight, seed: int):
-    """(bias, residual) for the "layer norm" (weight and bias) and "residual" (pre-norm) cases."""
+def selected(on_gpu: bool, quick: bool, full: bool) -> List[Tuple[int, Case, torch.dtype]]:
+    """(seed, case, dtype) to run: the whole grid with --full, else its representative subset
+    (`normkit.bench.cases`). The seed is the case's place in the grid: the same inputs either way."""
+    cases = grid(on_gpu, quick)
+    picked = cases
+    if not full:
+        device = torch.device("cuda" if on_gpu else "cpu")
+        picked = representative(cases, interpret=not on_gpu, multiprocessors=_runtime.multiprocessor_count(device))
+    return [(seed, case, dtype) for seed, (case, dtype) in enumerate(cases) if (case, dtype) in picked]
+
+
+def case_inputs(case: Case, dtype: torch.dtype, device: torch.device, seed: int
+                ) -> Dict[str, Optional[torch.Tensor]]:
+    """x, weight, dy (`make_inputs`), and as the layout asks: bias ~ 0.1·N(0, 1), per-head parameters
+    (H, N), residual and dresidual_out ~ N(0, 1), from a generator seeded apart from make_inputs'."""
+    layout = "strided" if case.has("strided") else "contiguous"
+    x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout=layout,
+                                with_weight=not case.has("no weight") and not case.has("per-head"))
     gen = torch.Generator(device=x.device).manual_seed(seed + 7919)
     randn = lambda *size: torch.randn(*size, generator=gen, device=x.device)  # noqa: E731
-    bias = (0.1 * randn(x.shape[-1])).to(x.dtype) if case.layout == "layer norm" else None
-    residual = randn(*x.shape).to(x.dtype) if case.layout == "residual" else None
-    return bias, residual
+    params = (case.heads, x.shape[-1]) if case.has("per-head") else (x.shape[-1],)
+    if case.has("per-head") and not case.has("no weight"):
+        weight = (1.0 + 0.25 * randn(*params)).to(dtype)
+    bias = (0.1 * randn(*params)).to(dtype) if case.has("layer norm") else None
+    residual = randn(*x.shape).to(dtype) if case.has("residual") else None
+    dresidual_out = randn(*x.shape).to(dtype) if case.has("residual") else None
+    return dict(x=x, weight=weight, bias=bias, residual=residual, dy=dy, dresidual_out=dresidual_out)
 
 
-def check(case: Case, dtype: torch.dtype, device: torch.device, seed: int) -> Dict[str, float]:
-    """Errors of every output of one case (NaN for an output that is not finite).
+def run_case(case: Case, dtype: torch.dtype, t: Dict[str, Optional[torch.Tensor]]
+             ) -> Dict[str, Tuple[str, torch.Tensor]]:
+    """Every output of one case, {label: (kind, tensor)} as `float64_errors` takes them.
 
-    The low-level forward, the backward with saved and with recomputed statistics, and autograd.
-    With a residual the backward's input is residual_out = x + residual, and dx is the gradient
-    of x and of the residual alike.
+    The forward op (storing the statistics), the backward op with them and recomputing them, and
+    autograd. With a residual the backward's input is residual_out = x + residual, and dx is the
+    gradient of x and of the residual alike.
     """
     import normkit
+    from . import ops
 
-    layout = "strided" if case.layout == "strided" else "contiguous"
-    x, weight, dy = make_inputs(case.shape, dtype, device, seed, layout=layout,
-                                with_weight=case.layout != "no weight")
-    bias, residual = _family_inputs(case, x, weight, seed)
-    rms = case.layout != "layer norm"
-    has = dict(has_bias=bias is not None, has_residual=residual is not None)
-    if rms:
-        y, h, rstd = normkit.rms_norm_fwd(x, weight, bias, residual, eps=EPS, store_rstd=True)
-        dx, dweight, dbias, _ = normkit.rms_norm_bwd(h, weight, dy, rstd, eps=EPS, **has)
-        dx_r, dweight_r, _, _ = normkit.rms_norm_bwd(h, weight, dy, None, eps=EPS, **has)
-    else:
-        y, h, mean, rstd = normkit.layer_norm_fwd(x, weight, bias, residual, eps=EPS, store_rstd=True)
-        dx, dweight, dbias, _ = normkit.layer_norm_bwd(h, weight, dy, mean, rstd, eps=EPS, **has)
-        dx_r, dweight_r, _, _ = normkit.layer_norm_bwd(h, weight, dy, None, None, eps=EPS, **has)
-    leaves = [x.detach().requires_grad_()] + ([weight.detach().requires_grad_()] if weight is not None else [])
-    norm = normkit.rms_norm if rms else normkit.layer_norm
-    y_a = norm(leaves[0], leaves[1] if weight is not None else None, bias, residual, eps=EPS)
-    grads = torch.autograd.grad(y_a, leaves, dy)
-    outputs = {"y": ("y", y), "rstd": ("rstd", rstd), "dx": ("dx", dx), "dx*": ("dx", dx_r),
-               "autograd y": ("y", y_a.detach()), "autograd dx": ("dx", grads[0])}
+    x, weight, bias, residual, dy = t["x"], t["weight"], t["bias"], t["residual"], t["dy"]
+    n = x.shape[-1]
+    flat = lambda u: None if u is None else u.reshape(-1, n)  # noqa: E731
+    options = dict(eps=EPS, weight_offset=case.weight_offset, is_rms_norm=case.is_rms_norm,
+                   x_hat_dtype=dtype if case.has("llama") else None)
+    y, residual_out, mean, rstd = ops.norm_fwd(flat(x), weight, bias, flat(residual), store_stats=True, **options)
+    h = flat(x) if residual_out is None else residual_out
+    gradients = dict(dresidual_out=flat(t["dresidual_out"]), bias_shape=None if bias is None else list(bias.shape),
+                     bias_dtype=None if bias is None else bias.dtype, **options)
+    dx, dweight, dbias = ops.norm_bwd(h, weight, flat(dy), mean=mean, rstd=rstd, **gradients)
+    dx_r, dweight_r, dbias_r = ops.norm_bwd(h, weight, flat(dy), **gradients)
+    outputs = {"y": ("y", y), "rstd": ("rstd", rstd), "dx": ("dx", dx), "dx*": ("dx", dx_r)}
+    if residual is not None:
+        outputs["residual_out"] = ("residual_out", residual_out)
     if weight is not None:
-        outputs.update({"dweight": ("dweight", dweight), "dweight*": ("dweight", dweight_r),
-                        "autograd dweight": ("dweight", grads[1])})
+        outputs.update({"dweight": ("dweight", dweight), "dweight*": ("dweight", dweight_r)})
     if bias is not None:
-        outputs["dbias"] = ("dbias", dbias)
-    errors = float64_errors(x, weight, dy, EPS, outputs, bias=bias, residual=residual, is_rms_norm=rms)
-    tolerances = {label: TOLERANCE[t.dtype] for label, (_, t) in outputs.items()}
-    return {label: (errors[label], tolerances[label]) for label in outputs}
+        outputs.update({"dbias": ("dbias", dbias), "dbias*": ("dbias", dbias_r)})
+    leaves = {name: t[name].detach().requires_grad_() for name in ("x", "weight", "bias", "residual")
+              if t[name] is not None}
+    norm, extra = ((normkit.rms_norm, {"weight_offset": case.weight_offset}) if case.is_rms_norm
+                   else (normkit.layer_norm, {}))
+    got = norm(*(leaves.get(k) for k in ("x", "weight", "bias", "residual")), eps=EPS, prenorm=residual is not None,
+               casting_mode="llama" if case.has("llama") else "fp32", **extra)
+    got, arriving = (got, (dy, t["dresidual_out"])) if residual is not None else ((got,), (dy,))
+    grads = torch.autograd.grad(got, list(leaves.values()), arriving)
+    kinds = {"x": "dx", "weight": "dweight", "bias": "dbias", "residual": "dx"}
+    outputs.update({f"autograd {kind}": (kind, value.detach()) for kind, value in zip(("y", "residual_out"), got)})
+    outputs.update({f"autograd d{name}": (kinds[name], grad) for name, grad in zip(leaves, grads)})
+    return outputs
+
+
+def check(case: Case, dtype: torch.dtype, device: torch.device, seed: int) -> Dict[str, Tuple[float, float]]:
+    """{output: (error, tolerance)} of one case (error NaN for an output that is not finite)."""
+    t = case_inputs(case, dtype, device, seed)
+    outputs = run_case(case, dtype, t)
+    errors = float64_errors(t["x"], t["weight"], t["dy"], EPS, outputs, bias=t["bias"], residual=t["residual"],
+                            dresidual_out=t["dresidual_out"], is_rms_norm=case.is_rms_norm,
+                            weight_offset=case.weight_offset, x_hat_dtype=dtype if case.has("llama") else None)
+    return {label: (errors[label], TOLERANCE[value.dtype]) for label, (_, value) in outputs.items()}
+
+
+def warm_case(case: Case, dtype: torch.dtype, seed: int, device: str = "cuda") -> None:
+    """Run one case's kernels once, nothing compared: a precompile worker's job."""
+    run_case(case, dtype, case_inputs(case, dtype, torch.device(device), seed))
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
 
 
 def verdict(results: Dict[str, Tuple[float, float]]) -> bool:
     return bool(results) and all(err <= tol for err, tol in results.values())  # NaN fails
 
 
+# the outputs each column shows (the worst of them); every output counts in the verdict
+_SHOWN = {"y": ("y", "residual_out"), "dweight": ("dweight", "dbias"), "dweight*": ("dweight*", "dbias*")}
+
+
 def _cell(results: Dict[str, Tuple[float, float]], column: str) -> str:
     if column == "autograd":
         picked = [v for k, v in results.items() if k.startswith("autograd")]
     else:
-        picked = [results[column]] if column in results else []
+        picked = [results[k] for k in _SHOWN.get(column, (column,)) if k in results]
     if not picked:
         return "—"
     err, tol = max(picked, key=lambda v: (math.isnan(v[0]), v[0] / v[1]))
     return output.fmt_err(err) + ("" if err <= tol else " !")
 
 
-def verify(on_gpu: bool, quick: bool) -> List[Dict]:
-    device = torch.device("cuda" if on_gpu else "cpu")
+def verify(cases: List[Tuple[int, Case, torch.dtype]], device: torch.device,
+           ready: Optional[Callable[[int], None]] = None) -> List[Dict]:
+    """One row per (seed, case, dtype): errors, verdict, table cells (a crash fails its case only).
+    ready(i), when given, returns once the i-th case may run (its kernels compiled elsewhere)."""
     rows = []
-    for seed, (case, dtype) in enumerate(output.progress(grid(on_gpu, quick), "verify")):
+    for i, (seed, case, dtype) in enumerate(output.progress(cases, "verify")):
+        if ready is not None:
+            ready(i)
         row = {"case": case.label, "shape": list(case.shape), "layout": case.layout,
                "dtype": output.DTYPE_NAMES[str(dtype)], "tolerance": TOLERANCE[dtype]}
         try:
@@ -191,11 +252,23 @@ def parser() -> argparse.ArgumentParser:
         description="Check normkit's kernels (forward, backward, autograd) on a grid of shapes, dtypes and "
                     "layouts against a float64 reference: relative error ‖got − ref‖ / ‖ref‖ per output "
                     "(dx: relative to the larger of ‖dx_ref‖ and ‖rstd·dy·weight‖), within a tolerance per "
-                    "dtype. On a GPU a first timing table follows. Exit status 0 iff every case passes.")
+                    "dtype. By default a representative subset of the grid: every kernel path, feature and "
+                    "dtype at least once. On a GPU a first timing table follows. Exit status 0 iff every "
+                    "case passes.")
+    p.add_argument("--full", action="store_true", help="every case of the grid, not the representative subset")
     p.add_argument("--quick", action="store_true", help="only the small shapes (on a GPU, plus the first three large ones)")
     p.add_argument("--no-bench", action="store_true", help="skip the timing table that follows on a GPU")
+    p.add_argument("--jobs", type=_jobs, metavar="N",
+                   help=f"on a GPU, compile the kernels first in N worker processes (default: min("
+                        f"{precompile.MAX_WORKERS}, CPU count); 0: none, each compiles on first use)")
     p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
     return p
+
+
+def _jobs(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"--jobs must be a whole number ≥ 0 (0: no worker processes), got {text!r}")
+    return int(text)
 
 
 def _backend(on_gpu: bool) -> Optional[str]:
@@ -220,20 +293,33 @@ def main(argv=None) -> int:
         print(f"normkit verify: the Triton kernels cannot run here: {why}. Nothing verified.", file=sys.stderr)
         return 1
     print(f"normkit {info['normkit']} verification · {backend} · torch {info['torch']} · triton {info['triton']}")
+    cases = selected(on_gpu, args.quick, args.full)
+    total = len(grid(on_gpu, args.quick))
+    print(f"{len(cases)} of {total} cases: " + ("all (--full)" if len(cases) == total else
+          "a representative subset, every kernel path, feature and dtype at least once (--full: all)"))
+    report = {"backend": backend, **info, "measure": "relative error vs float64, ‖got − ref‖ / ‖ref‖",
+              "grid_cases": total}
+    pool, first = _precompile(cases, args) if on_gpu else (None, 0)
     print("Each cell: relative error vs a float64 reference, ‖got − ref‖ / ‖ref‖; a case passes when "
           "every error is finite and ≤ its dtype's tolerance (tol).")
-    rows = verify(on_gpu, args.quick)
+    started_cases = time.perf_counter()
+    rows = verify(cases, torch.device("cuda" if on_gpu else "cpu"),
+                  ready=None if pool is None else lambda i: pool.wait(first + i))
+    if pool is not None:  # every worker gone before anything is timed
+        report["precompile"] = {"workers": pool.workers, "jobs": pool.jobs, "note": pool.close(),
+                                "cases_seconds": time.perf_counter() - started_cases}
+        if pool.note:
+            print(f"precompile: {pool.note}")
     table = [[r["case"], r["dtype"], *r["cells"], f"{r['tolerance']:.0e}",
               "PASS" if r["passed"] else "FAIL"] for r in rows]
     print(output.text_table(("case", "dtype", *COLUMNS, "tol", "result"), table))
-    print("* rstd recomputed in the kernel; autograd: the worst of its y, dx, dweight; "
-          "'!' = above tolerance or not finite")
+    print("* statistics recomputed in the kernel; y: with residual_out; dweight: with dbias; autograd: the worst "
+          "of its outputs and gradients; '!' = above tolerance or not finite")
     for r in rows:
         if r.get("error"):
             print(f"FAIL {r['case']} {r['dtype']}: {r['error']}")
     passed = all(r["passed"] for r in rows)
-    report = {"backend": backend, **info, "measure": "relative error vs float64, ‖got − ref‖ / ‖ref‖",
-              "passed": passed, "cases": [{k: v for k, v in r.items() if k != "cells"} for r in rows]}
+    report["cases"] = [{k: v for k, v in r.items() if k != "cells"} for r in rows]
     if on_gpu and not args.no_bench:
         passed = _bench(report) and passed
     report["passed"] = passed
@@ -246,13 +332,33 @@ def main(argv=None) -> int:
     return 0 if passed else 1
 
 
+def _precompile(cases: List[Tuple[int, Case, torch.dtype]], args: argparse.Namespace
+                ) -> Tuple[Optional[precompile.Pool], int]:
+    """Start compiling the kernels of the cases (and of the timing table) in worker processes;
+    returns the pool (None without workers) and the job index of the first case."""
+    from .bench import cli
+
+    # the timing table's first: torch.compile's are the longest to build, and workers take jobs in order
+    jobs = [] if args.no_bench else [(cli.warm, (case, [n for n in BENCH_IMPLS if n != "native"]))
+                                     for case in BENCH_GRID]
+    first = len(jobs)
+    jobs += [(warm_case, (case, dtype, seed)) for seed, case, dtype in cases]
+    workers = precompile.workers(args.jobs, len(jobs))
+    if not workers:
+        return None, first
+    print(f"Compiling the kernels in {workers} worker processes ({len(jobs)} jobs; --jobs 0: none); each case "
+          "runs here once its kernels are built")
+    return precompile.Pool(jobs, workers), first
+
+
 def _bench(report: Dict) -> bool:
     """The first timing table; False when normkit itself fails to run in it."""
     from .bench import cli
 
-    results, env = cli.run(BENCH_GRID, ["normkit", "native", "compile"], torch.device("cuda"))
-    print(f"\nTiming: GPU µs per call, median of CUDA-graph replays; % copy = minimum bytes moved / time "
-          f"/ copy bandwidth ({env['copy_gbps']:.0f} GB/s, measured now)")
+    results, env = cli.run(BENCH_GRID, BENCH_IMPLS, torch.device("cuda"))
+    print(f"\nTiming: GPU µs per call, median of CUDA-graph replays, rotating among input sets where one "
+          f"call's data would stay in the L2 ({env['l2_bytes'] / 2**20:.0f} MiB, read from the device); "
+          f"% copy = minimum bytes moved / time / copy bandwidth ({env['copy_gbps']:.0f} GB/s, measured now)")
     print(timing_summary(results))
     report["bench"] = {"environment": env, "results": results}
     broken = [r for r in results if r["impl"] == "normkit" and r.get("error")]

@@ -269,6 +269,32 @@ def test_float64_errors():
     assert math.isnan(errors["nan"])
 
 
+def test_float64_errors_of_per_head_offset_and_llama_casting():
+    """Per-head parameters (H, N), weight_offset and x_hat_dtype reach the reference: its own outputs
+    score 0, a 1 % error scores 0.01, and outputs of the plain norm do not pass for them."""
+    gen = torch.Generator().manual_seed(5)
+    x, dy = torch.randn(4, 3, 40, generator=gen), torch.randn(4, 3, 40, generator=gen)
+    weight, bias = 1 + 0.25 * torch.randn(3, 40, generator=gen), 0.1 * torch.randn(3, 40, generator=gen)
+    for options in ({"weight_offset": 1.0}, {"x_hat_dtype": torch.bfloat16}, {"is_rms_norm": False}):
+        is_rms = options.get("is_rms_norm", True)
+        extra = {k: v for k, v in options.items() if k != "is_rms_norm"}
+        y, _, mean, rstd = reference.norm_fwd(x.double(), weight.double(), bias.double(), eps=1e-6,
+                                              is_rms_norm=is_rms, **extra)
+        dx, dweight, dbias = reference.norm_bwd(x.double(), weight.double(), dy.double(), mean, rstd, eps=1e-6,
+                                                is_rms_norm=is_rms, bias_dtype=torch.float64, **extra)
+        outputs = {"y": ("y", y), "rstd": ("rstd", rstd.reshape(-1)), "dx": ("dx", dx.reshape(-1, 40)),
+                   "dweight": ("dweight", dweight), "dbias": ("dbias", dbias),
+                   "dweight+1%": ("dweight", 1.01 * dweight)}
+        errors = float64_errors(x, weight, dy, 1e-6, outputs, bias=bias, **options)
+        assert errors.pop("dweight+1%") == pytest.approx(0.01), options
+        assert all(e < 1e-15 for e in errors.values()), (options, errors)
+        plain = float64_errors(x, weight, dy, 1e-6, outputs, bias=bias, is_rms_norm=is_rms)
+        if "weight_offset" in options:
+            assert plain["y"] > 0.1 and plain["dx"] > 0.1
+        elif "x_hat_dtype" in options:  # x̂ rounded to bf16: about bf16's rounding, 2^-9
+            assert 1e-4 < plain["y"] < 1e-2 and plain["dweight"] > 1e-4
+
+
 def test_strided_inputs_and_dx_scale_for_single_columns():
     x, weight, dy = make_inputs((4, 6), torch.float16, "cpu", layout="strided")
     assert x.stride() == (12, 2) and dy.stride() == (12, 2) and weight.dtype == torch.float16
@@ -434,3 +460,106 @@ def test_run_takes_a_plain_rms_grid():
     assert env["families"] == ["rms"] and [(r["family"], r["impl"]) for r in results] == [
         ("rms", "native")]
     assert max(results[0]["err_y"], results[0]["err_dx"], results[0]["err_dweight"]) < 1e-5
+
+
+# ----------------------------------------------------------------------------- bench --eager
+def test_loop_times_counts_calls_and_repeats():
+    calls = []
+    times = timing.loop_times(lambda: calls.append(1), torch.device("cpu"), calls=5, repeats=3, warmup=2)
+    assert len(times) == 3 and all(t > 0 for t in times) and len(calls) == 2 + 3 * 5
+
+
+def _eager_row(impl, scale, **extra):
+    row = {"family": "rms", "impl": impl, "dtype": "torch.bfloat16", "m": 8, "n": 4096}
+    for i, (key, _) in enumerate(output.EAGER_PASSES):
+        base = scale * (i + 1) * 1e-5
+        row.update({f"{key}_min_s": base, f"{key}_p20_s": 1.1 * base, f"{key}_s": 1.2 * base,
+                    f"{key}_p80_s": 1.3 * base})
+    row.update(extra)
+    return row
+
+
+def test_eager_tables_show_minimum_ratio_slowest_and_spread():
+    results = [_eager_row("normkit", 3.0), _eager_row("native", 1.0), _eager_row("compile", 2.0),
+               {"family": "rms", "impl": "liger", "dtype": "torch.bfloat16", "m": 8, "n": 4096,
+                "error": "ImportError: boom"}]
+    headers, rows = output.eager_summary(results)
+    assert headers == ["dtype M×N", "pass", "normkit", "native", "compile", "liger", "normkit ÷ native", "slowest"]
+    assert rows == [["bf16 8×4096", "fwd (no grad)", "30", "10", "20", "fails", "3.00×", "normkit"],
+                    ["bf16 8×4096", "fwd", "60", "20", "40", "fails", "3.00×", "normkit"],
+                    ["bf16 8×4096", "fwd + bwd", "90", "30", "60", "fails", "3.00×", "normkit"]]
+    detail = output.eager_rows(results)
+    assert detail[1] == ["bf16 8×4096", "native", "12 (11–13)", "24 (22–26)", "36 (33–39)"]
+    assert detail[3][2] == "fails: ImportError: boom"
+    text = output.eager_tables(results)
+    assert "RMSNorm: minimum µs per call" in text and "RMSNorm: median µs per call (p20–p80)" in text
+    _, without_native = output.eager_summary(results[:1])
+    assert without_native[0][-2:] == ["—", "—"]  # no baseline, nothing slower to name
+    markdown = output.eager_markdown(results, {"device": "NVIDIA H200", "torch": "2.11", "triton": "3.6"})
+    assert "| bf16 8×4096 | fwd + bwd | 90 | 30 | 60 | fails | 3.00× | normkit |" in markdown
+    assert "NVIDIA H200" in markdown and "Dry run" not in markdown
+
+
+def test_eager_grid_defaults_and_overrides():
+    from normkit.bench import eager
+
+    bf16 = torch.bfloat16
+    assert eager.DEFAULT_GRID == [(bf16, 1, 4096), (bf16, 8, 4096), (bf16, 1024, 4096), (bf16, 16384, 4096)]
+    grids = cli.build_grids(["rms", "layer_norm"], None, None, default=eager.DEFAULT_GRID)
+    assert grids == {"rms": eager.DEFAULT_GRID, "layer_norm": eager.DEFAULT_GRID}
+    assert cli.build_grids(["rms"], None, [torch.float32], default=eager.DEFAULT_GRID) == {"rms": []}
+    assert cli.build_grids(["rms"], [(2, 64)], [torch.float16], default=eager.DEFAULT_GRID) == {
+        "rms": [(torch.float16, 2, 64)]}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--eager", "--calls", "0"], "argument --calls: --calls must be a whole number ≥ 1, got '0'"),
+    (["--eager", "--repeats", "many"], "argument --repeats: --repeats must be a whole number ≥ 1, got 'many'"),
+    (["--calls", "5"], "--calls and --repeats size the --eager loop; add --eager"),
+    (["--eager", "--plot", "x.png"], "--plot draws % of copy bandwidth, which --eager does not measure"),
+])
+def test_eager_options_are_validated(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err, err
+
+
+@pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
+def test_eager_without_gpu_measures_nothing(capsys):
+    assert cli.main(["--eager"]) == 0
+    assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_eager_dry_run(capsys, tmp_path):
+    import csv
+
+    path, csv_path = tmp_path / "eager.json", tmp_path / "eager.csv"
+    assert cli.main(["--eager", "--dry-run", "--family", "rms,layer_norm", "--shapes", "4x64", "--dtypes", "fp32",
+                     "--calls", "3", "--markdown", "--json", str(path), "--csv", str(csv_path)]) == 0
+    out = capsys.readouterr().out
+    assert "DRY RUN" in out and "loops of 3 calls back to back" in out and "torch.no_grad()" in out
+    assert "RMSNorm: minimum µs per call" in out and "LayerNorm (weight and bias): minimum µs per call" in out
+    assert "| fp32 4×64 | fwd + bwd |" in out  # --markdown
+    data = json.loads(path.read_text())
+    assert data["environment"]["eager"] == {"calls": 3, "repeats": 2, "warmup": 1}
+    assert [(r["family"], r["impl"]) for r in data["results"]] == [
+        ("rms", "normkit"), ("rms", "native"), ("layer_norm", "normkit"), ("layer_norm", "native")]
+    for r in data["results"]:
+        for key, _ in output.EAGER_PASSES:
+            assert 0 < r[f"{key}_min_s"] <= r[f"{key}_p20_s"] <= r[f"{key}_s"] <= r[f"{key}_p80_s"], r
+        assert "fwd_s" not in r and not any(k.startswith("err_") for k in r)
+    with open(csv_path, newline="") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert [float(r["eager_fwd_bwd_s"]) for r in csv_rows] == [r["eager_fwd_bwd_s"] for r in data["results"]]
+
+
+def test_eager_reports_a_failing_impl(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no such kernel")
+
+    monkeypatch.setattr(peers, "load", lambda name: peers.Impl(name, broken, None))
+    assert cli.main(["--eager", "--dry-run", "--shapes", "2x8", "--impls", "normkit,native"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("fails: RuntimeError: no such kernel") == 2
+    assert "normkit failed on rms bf16 2×8" in captured.err

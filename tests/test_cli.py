@@ -82,6 +82,16 @@ def test_each_command_answers_its_own_help(command, capsys):
     assert status == 0 and out.startswith(f"usage: python -m normkit {command}")
 
 
+def test_verify_full_help_names_the_subset_and_the_workers(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "100")
+    status, out, _ = _run(["verify", "--full", "--help"], capsys)
+    assert status == 0 and out.startswith("usage: python -m normkit verify")
+    assert "--full" in out and "every case of the grid" in out and "representative subset" in out
+    assert "--jobs N" in out and "0: none" in out
+    status, out, _ = _run(["bench", "--help"], capsys)
+    assert status == 0 and "--eager" in out and "--calls K" in out and "--repeats R" in out
+
+
 def test_report_is_an_alias_of_verify(capsys):
     assert _run(["report", "--help"], capsys)[1].startswith("usage: python -m normkit verify")
 
@@ -95,6 +105,10 @@ def test_report_is_an_alias_of_verify(capsys):
     (["--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),  # the default command's
     (["bench", "--shapes", "3y4"], "python -m normkit bench: error: argument --shapes: shape must look like"),
     (["demo", "--steps", "many"], "python -m normkit demo: error: argument --steps: invalid int value: 'many'"),
+    (["verify", "--jobs", "-1"], "python -m normkit verify: error: argument --jobs: --jobs must be a whole number"),
+    (["--full", "--jobs", "x"], "python -m normkit verify: error: argument --jobs: --jobs must be a whole number"),
+    (["bench", "--eager", "--calls", "0"], "python -m normkit bench: error: argument --calls: --calls must be a whole"),
+    (["bench", "--repeats", "3"], "python -m normkit bench: error: --calls and --repeats size the --eager loop"),
 ])
 def test_bad_commands_and_options_end_in_one_error_line(argv, message, capsys):
     status, out, err = _run(argv, capsys)
@@ -110,15 +124,17 @@ def test_no_command_runs_verify(calls, capsys):
     assert cli.main(["--quick", "--json", "x.json"]) == 0
     assert cli.main(["verify", "--quick"]) == 0
     assert cli.main(["report", "--no-bench"]) == 0
+    assert cli.main(["--full", "--jobs", "4"]) == 0
     assert calls == [("verify", []), ("verify", ["--quick", "--json", "x.json"]), ("verify", ["--quick"]),
-                     ("verify", ["--no-bench"])]
+                     ("verify", ["--no-bench"]), ("verify", ["--full", "--jobs", "4"])]
 
 
 def test_commands_get_the_rest_of_the_line(calls):
-    for argv in (["bench", "--dry-run"], ["demo", "--steps", "3"], ["challenge", "list"], ["challenge"]):
+    for argv in (["bench", "--dry-run"], ["bench", "--eager"], ["demo", "--steps", "3"], ["challenge", "list"],
+                 ["challenge"]):
         assert cli.main(argv) == 0
-    assert calls == [("bench", ["--dry-run"]), ("demo", ["--steps", "3"]), ("challenge", ["list"]),
-                     ("challenge", [])]
+    assert calls == [("bench", ["--dry-run"]), ("bench", ["--eager"]), ("demo", ["--steps", "3"]),
+                     ("challenge", ["list"]), ("challenge", [])]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter is only chosen without a GPU")

@@ -11,6 +11,10 @@ time per call (fwd, and fwd + torch.autograd.grad), and the relative error again
     python -m normkit bench --shapes 4096x2048 --dtypes bf16,fp32 --impls normkit,compile
     python -m normkit bench --markdown --json bench.json --csv bench.csv --plot bench.png
     python -m normkit bench --dry-run                         # no GPU: checks the plumbing only
+    python -m normkit bench --eager                           # host + device µs per call, eager loop
+
+--eager times an eager loop instead (`normkit.bench.eager`): per-call wall time of the forward and
+forward + backward at M = 1 … 16384, the host's Python and launches included.
 """
 
 import argparse
@@ -23,7 +27,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 
 from .. import lowlevel
-from . import output, peers, timing
+from . import eager, output, peers, timing
 from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
 EPS = 1e-6
@@ -104,10 +108,11 @@ def build_grid(shapes: Optional[List[Tuple[int, int]]], dtypes: Optional[List[to
 
 
 def build_grids(families: Sequence[str], shapes: Optional[List[Tuple[int, int]]],
-                dtypes: Optional[List[torch.dtype]], dry_run: bool = False) -> Dict[str, List[Case]]:
-    """{family: its cases}: `build_grid` over each family's default grid (DRY_RUN_GRID in a dry
-    run)."""
-    return {family: build_grid(shapes, dtypes, DRY_RUN_GRID if dry_run else DEFAULT_GRIDS[family])
+                dtypes: Optional[List[torch.dtype]], dry_run: bool = False,
+                default: Optional[Sequence[Case]] = None) -> Dict[str, List[Case]]:
+    """{family: its cases}: `build_grid` over each family's default grid, or `default` for every
+    family (DRY_RUN_GRID in a dry run)."""
+    return {family: build_grid(shapes, dtypes, DRY_RUN_GRID if dry_run else default or DEFAULT_GRIDS[family])
             for family in families}
 
 
@@ -133,7 +138,7 @@ def _device_time(calls) -> Tuple[Tuple[float, float, float], str]:
         return timing.do_bench_spread(calls[0]), "do_bench"
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -142,7 +147,7 @@ def measure(impl: peers.Impl, family: Family, case: Case, samples: Sequence[Samp
             device: torch.device, copy_bps: Optional[float], dry_run: bool) -> Dict:
     """One row of results: errors, GPU times (not in a dry run), eager wall times."""
     dtype, m, n = case
-    row = _row(family.name, impl.name, case)
+    row = result_row(family.name, impl.name, case)
     first = samples[0]
     with torch.no_grad():
         outputs = impl.apply(*first.inputs, EPS)
@@ -169,7 +174,7 @@ def measure(impl: peers.Impl, family: Family, case: Case, samples: Sequence[Samp
     return row
 
 
-def _row(family: str, impl: str, case: Case) -> Dict:
+def result_row(family: str, impl: str, case: Case) -> Dict:
     dtype, m, n = case
     return {"family": family, "impl": impl, "dtype": str(dtype), "m": m, "n": n}
 
@@ -207,8 +212,23 @@ def run(grid: Union[Sequence[Case], Mapping[str, Sequence[Case]]], impl_names: S
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                 results.append(measure(impl, family, case, samples, device, copy_bps, dry_run))
         except Exception as exc:  # one peer failing (Liger at N > 65536) must not stop the run
-            results.append({**_row(family.name, impl.name, case), "error": _first_line(exc)})
+            results.append({**result_row(family.name, impl.name, case), "error": first_line(exc)})
     return results, env
+
+
+def warm(case: Case, impl_names: Sequence[str], family: str = "rms", device: str = "cuda") -> None:
+    """Run every implementation once on one CUDA case, nothing timed: compiles what a timed run of
+    it would (into Triton's and Inductor's on-disk caches). A precompile worker's job
+    (`normkit.bench.precompile`)."""
+    device = torch.device(device)
+    sample = make_sample(FAMILIES[family], case, device)
+    for impl in load_impls(impl_names, family, quiet=True):
+        _no_grad(impl.apply, sample.inputs)
+        impl.backward(sample.inputs, sample.grads, EPS)()
+        leaves = [t.detach().requires_grad_() for t in sample.inputs]
+        torch.autograd.grad(impl.apply(*leaves, EPS), leaves, sample.grads)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _samples(family: Family, case: Case, device: torch.device, dry_run: bool) -> List[Sample]:
@@ -263,19 +283,42 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="also print the tables as markdown")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny shape, wall time only: checks the plumbing, not a GPU measurement")
+    p.add_argument("--eager", action="store_true",
+                   help="instead: wall µs per call of fwd (no grad), fwd and fwd + bwd in an eager loop, host "
+                        "included; default shapes M = 1, 8, 1024, 16384 × N = 4096 bf16")
+    p.add_argument("--calls", type=_positive("--calls"), metavar="K",
+                   help=f"--eager: calls per timed loop (default {eager.CALLS}; a dry run {eager.DRY_RUN['calls']})")
+    p.add_argument("--repeats", type=_positive("--repeats"), metavar="R",
+                   help=f"--eager: timed loops (default {eager.REPEATS}; a dry run {eager.DRY_RUN['repeats']})")
     return p
 
 
+def _positive(option: str):
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"{option} must be a whole number ≥ 1, got {text!r}")
+        return int(text)
+
+    return parse
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if not args.eager and (args.calls or args.repeats):
+        p.error("--calls and --repeats size the --eager loop; add --eager")
+    if args.eager and args.plot:
+        p.error("--plot draws % of copy bandwidth, which --eager does not measure")
     on_gpu = torch.cuda.is_available()
     if not on_gpu and not args.dry_run:
         print("normkit bench: timing needs a CUDA GPU (none here); nothing measured.\n"
               "Use --dry-run to check the benchmark's plumbing with wall time on a tiny shape.")
         return 0
     device = torch.device("cuda" if on_gpu else "cpu")
-    grids = build_grids(args.family, args.shapes, args.dtypes, args.dry_run)
     impls = args.impls or list(DRY_RUN_IMPLS if args.dry_run else peers.NAMES)
+    if args.eager:
+        return _eager_main(args, device, impls)
+    grids = build_grids(args.family, args.shapes, args.dtypes, args.dry_run)
     results, env = run(grids, impls, device, dry_run=args.dry_run)
     if args.dry_run:
         print("DRY RUN: wall time on a tiny shape; not a GPU measurement.")
@@ -288,16 +331,39 @@ def main(argv=None) -> int:
         print("† graph capture failed: triton do_bench time (L2 flushed between calls)")
     if args.markdown:
         print("\n" + output.render_markdown(results, env))
+    if args.plot:
+        problem = output.plot(results, args.plot)
+        if problem:
+            print(f"normkit bench: no plot written: {problem}", file=sys.stderr)
+    return _finish(args, results, env)
+
+
+def _eager_main(args: argparse.Namespace, device: torch.device, impls: Sequence[str]) -> int:
+    grids = build_grids(args.family, args.shapes, args.dtypes, args.dry_run, default=eager.DEFAULT_GRID)
+    sizes = dict(eager.DRY_RUN) if args.dry_run else {"calls": eager.CALLS, "repeats": eager.REPEATS,
+                                                      "warmup": eager.WARMUP}
+    sizes.update({k: v for k, v in (("calls", args.calls), ("repeats", args.repeats)) if v})
+    results, env = eager.run(grids, impls, device, eps=EPS, dry_run=args.dry_run, **sizes)
+    if args.dry_run:
+        print("DRY RUN: the interpreter on a tiny shape; not a GPU measurement.")
+    else:
+        print(f"{env['device']} · torch {env['torch']} · triton {env['triton']}"
+              + "".join(f" · {k} {v}" for k, v in env["peers"].items()))
+    print(eager.method(device=env["device"], on_gpu=device.type == "cuda", **sizes))
+    print(output.eager_tables(results))
+    if args.markdown:
+        print("\n" + output.eager_markdown(results, env))
+    return _finish(args, results, env)
+
+
+def _finish(args: argparse.Namespace, results: List[Dict], env: Dict) -> int:
+    """--json and --csv; exit status 1 when normkit itself failed on a shape."""
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "results": results}, f, indent=1)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             output.write_csv(results, f)
-    if args.plot:
-        problem = output.plot(results, args.plot)
-        if problem:
-            print(f"normkit bench: no plot written: {problem}", file=sys.stderr)
     failed = [r for r in results if r["impl"] == "normkit" and r.get("error")]
     for r in failed:
         print(f"normkit failed on {r['family']} {output.shape_label(r)}: {r['error']}",

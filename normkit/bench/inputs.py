@@ -52,8 +52,9 @@ def _strided_copy(t: Tensor) -> Tensor:
     return view
 
 
-def _flat(t: Optional[Tensor], n: int) -> Optional[Tensor]:
-    return None if t is None else t.reshape(-1, n)
+def _flat(t: Optional[Tensor], lead: Tuple[int, ...], n: int) -> Optional[Tensor]:
+    """t as (rows, *lead, N): lead is () for parameters of shape (N,), (H,) for per-head ones."""
+    return None if t is None else t.reshape(-1, *lead, n)
 
 
 class _Sums:
@@ -81,37 +82,45 @@ class _Sums:
 def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], eps: float,
                    outputs: Dict[str, Tuple[str, Tensor]], *, bias: Optional[Tensor] = None,
                    residual: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
-                   is_rms_norm: bool = True) -> Dict[str, float]:
+                   is_rms_norm: bool = True, weight_offset: float = 0.0,
+                   x_hat_dtype: Optional[torch.dtype] = None) -> Dict[str, float]:
     """Relative error of each output against the float64 reference; NaN when it is not finite.
 
     The norm is RMSNorm (LayerNorm with `is_rms_norm=False`) of h = x (+ residual), with optional
-    bias; dresidual_out is the gradient arriving on residual_out. `outputs` maps a label to
-    (kind, tensor), kind one of "y", "residual_out", "rstd", "dx", "dweight", "dbias". rstd is
-    compared as a flat (M,) vector; dweight and dbias over all rows. dy is needed for the
-    gradients. dx is the gradient of h, so it is also the kind of the gradient of the residual.
+    bias, weight_offset and x_hat_dtype (Llama-style casting: x̂ rounded to it before the weight);
+    dresidual_out is the gradient arriving on residual_out. Parameters of shape (H, N) are per-head
+    (x of shape (..., H, N)). `outputs` maps a label to (kind, tensor), kind one of "y",
+    "residual_out", "rstd", "dx", "dweight", "dbias". rstd is compared as a flat vector; dweight and
+    dbias over all rows. dy is needed for the gradients. dx is the gradient of h, so it is also the
+    kind of the gradient of the residual.
     """
     n = x.shape[-1]
-    x2, dy2 = _flat(x, n), _flat(dy, n)
-    residual2, dresidual_out2 = _flat(residual, n), _flat(dresidual_out, n)
+    param = weight if weight is not None else bias
+    lead = tuple(param.shape[:-1]) if param is not None else ()  # (H,) for per-head parameters
+    x2, dy2 = _flat(x, lead, n), _flat(dy, lead, n)
+    residual2, dresidual_out2 = _flat(residual, lead, n), _flat(dresidual_out, lead, n)
     w64, b64 = (None if t is None else t.double() for t in (weight, bias))
     sums = {label: (kind, _Sums(t)) for label, (kind, t) in outputs.items()}
-    flat = {label: (t.reshape(-1) if kind in ("rstd", *_SUMMED) else _flat(t, n))
-            for label, (kind, t) in outputs.items()}
+    flat = {label: (t.reshape(-1, *lead) if kind == "rstd" else t.reshape(*lead, n) if kind in _SUMMED
+                    else _flat(t, lead, n)) for label, (kind, t) in outputs.items()}
     kinds = {kind for kind, _ in outputs.values()}
-    totals = {kind: torch.zeros(n, dtype=torch.float64, device=x.device) for kind in _SUMMED}
-    rows = max(1, _CHUNK_ELEMENTS // n)
+    totals = {kind: torch.zeros(*lead, n, dtype=torch.float64, device=x.device) for kind in _SUMMED}
+    rows = max(1, _CHUNK_ELEMENTS // (n * math.prod(lead)))
     for start in range(0, x2.shape[0], rows):
         part = slice(start, start + rows)
         chunk = lambda t: None if t is None else t[part].double()  # noqa: E731
         y_ref, h_ref, mean_ref, rstd_ref = reference.norm_fwd(
-            chunk(x2), w64, b64, chunk(residual2), eps=eps, is_rms_norm=is_rms_norm)
+            chunk(x2), w64, b64, chunk(residual2), eps=eps, is_rms_norm=is_rms_norm,
+            weight_offset=weight_offset, x_hat_dtype=x_hat_dtype)
         refs = {"y": (y_ref, None), "residual_out": (h_ref, None), "rstd": (rstd_ref, None)}
         if kinds & {"dx", *_SUMMED}:
             dys = chunk(dy2)
             dx_ref, dweight_part, dbias_part = reference.norm_bwd(
                 h_ref, w64, dys, mean_ref, rstd_ref, chunk(dresidual_out2), eps=eps,
-                is_rms_norm=is_rms_norm, bias_dtype=None if bias is None else torch.float64)
-            g = dys * w64 if w64 is not None else dys
+                is_rms_norm=is_rms_norm, weight_offset=weight_offset,
+                bias_dtype=None if bias is None else torch.float64, param_ndim=1 + len(lead),
+                x_hat_dtype=x_hat_dtype)
+            g = dys * (w64 + weight_offset) if w64 is not None else dys
             refs["dx"] = (dx_ref, rstd_ref.unsqueeze(-1) * g)
             for kind, part_sum in zip(_SUMMED, (dweight_part, dbias_part)):
                 if part_sum is not None:

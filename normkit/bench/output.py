@@ -126,6 +126,66 @@ def bench_tables(results: Sequence[Dict]) -> str:
                         for family, rows in by_family(results).items())
 
 
+# ----------------------------------------------------------------------------- eager (bench --eager)
+# the row keys of `normkit.bench.eager` (f"{key}_min_s", f"{key}_s" the median, ...) and their names
+EAGER_PASSES = (("eager_fwd_no_grad", "fwd (no grad)"), ("eager_fwd", "fwd"), ("eager_fwd_bwd", "fwd + bwd"))
+
+
+def eager_summary(results: Sequence[Dict], ours: str = "normkit", baseline: str = "native"
+                  ) -> Tuple[List[str], List[List[str]]]:
+    """(headers, rows) of one family's eager rows: the minimum µs of every implementation per shape
+    and pass, ours ÷ the baseline, and the slowest implementation."""
+    impls = list(dict.fromkeys(r["impl"] for r in results))
+    rows = []
+    for label, by_impl in _by_shape(results).items():
+        for key, name in EAGER_PASSES:
+            mins = {impl: r[f"{key}_min_s"] for impl, r in by_impl.items() if r.get(f"{key}_min_s")}
+            cells = ["fails" if by_impl.get(i, {}).get("error") else fmt_us(mins.get(i)) for i in impls]
+            ratio = (f"{mins[ours] / mins[baseline]:.2f}×" if ours in mins and baseline in mins
+                     and ours != baseline else "—")
+            slowest = max(mins, key=mins.get) if len(mins) > 1 else "—"
+            rows.append([label, name, *cells, ratio, slowest])
+    return ["dtype M×N", "pass", *impls, f"{ours} ÷ {baseline}", "slowest"], rows
+
+
+def eager_rows(results: Sequence[Dict]) -> List[List[str]]:
+    """One text row per (shape, implementation): each pass's median µs (p20–p80)."""
+    rows = []
+    for r in results:
+        if r.get("error"):
+            rows.append([shape_label(r), r["impl"], "fails: " + r["error"][:60], "", ""])
+        else:
+            rows.append([shape_label(r), r["impl"], *(fmt_spread(r, key) for key, _ in EAGER_PASSES)])
+    return rows
+
+
+EAGER_HEADERS = ("dtype M×N", "impl", *(f"{name} µs, median (p20–p80)" for _, name in EAGER_PASSES))
+
+
+def eager_tables(results: Sequence[Dict]) -> str:
+    """Per family: the minimum per shape and pass across implementations, then every median and spread."""
+    sections = []
+    for family, rows in by_family(results).items():
+        headers, summary = eager_summary(rows)
+        sections.append(f"{FAMILY_TITLES[family]}: minimum µs per call\n{text_table(headers, summary)}\n\n"
+                        f"{FAMILY_TITLES[family]}: median µs per call (p20–p80)\n"
+                        f"{text_table(EAGER_HEADERS, eager_rows(rows))}")
+    return "\n\n".join(sections)
+
+
+def eager_markdown(results: Sequence[Dict], environment: Dict) -> str:
+    """The minimum tables as markdown, per family, under the device and versions."""
+    env = environment
+    lines = [f"Device: {env.get('device', '?')} · torch {env.get('torch', '?')} · triton {env.get('triton', '?')}"
+             + "".join(f" · {k} {v}" for k, v in env.get("peers", {}).items())]
+    if env.get("dry_run"):
+        lines.append("\n**Dry run: the interpreter on a tiny shape, not a GPU measurement.**")
+    for family, rows in by_family(results).items():
+        headers, summary = eager_summary(rows)
+        lines += ["", f"## {FAMILY_TITLES[family]}: eager µs per call (minimum)", "", markdown_table(headers, summary)]
+    return "\n".join(lines)
+
+
 LEADING_COLUMNS = ("family", "impl", "dtype", "m", "n")
 
 

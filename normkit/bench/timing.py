@@ -158,6 +158,24 @@ def do_bench_spread(fn: Callable[[], object]) -> Tuple[float, float, float]:
     return p20 * 1e-3, median * 1e-3, p80 * 1e-3
 
 
+def loop_times(fn: Callable[[], object], device: torch.device, calls: int, repeats: int, warmup: int
+               ) -> List[float]:
+    """Eager seconds per call, host + device, of each of `repeats` loops: `calls` calls back to back,
+    one synchronize, the host clock around both; after `warmup` calls and a synchronize."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / calls)
+    return times
+
+
 def wall_time(fn: Callable[[], object], device: torch.device, min_seconds: float = 0.05,
               min_calls: int = 10) -> float:
     """Eager seconds per call, host + device: calls back to back, one synchronize at the end."""
