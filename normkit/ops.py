@@ -179,8 +179,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     m, n = x.shape
     if m == 0:
         return
-    heads = _heads(weight, bias)
     if not uses_triton(x.device):
+        heads = _heads(weight, bias)
         y, h, mu, r = reference.norm_fwd(
             _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
             is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
@@ -216,6 +216,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         for destination, stand_in in staged:
             destination.copy_(stand_in)
         return
+    heads = _heads(weight, bias)
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
@@ -327,8 +328,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if grad is not None:
                 grad.zero_()
         return
-    heads = _heads(weight, dbias)
     if not uses_triton(x.device):
+        heads = _heads(weight, dbias)
         d_x, d_w, d_b = reference.norm_bwd(
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
@@ -351,6 +352,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                 _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
                                  weight_offset)
         return
+    heads = _heads(weight, dbias)
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)
@@ -382,8 +384,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         parts = cfg.split_parts(config, n)
         grads = [g for g in (dweight, dbias) if g is not None]  # finished together, in one launch
         partials = torch.empty((len(grads), asked, heads * n), dtype=acc, device=x.device) if grads else None
-        dw_partial = None if dweight is None else partials[0]
-        db_partial = None if dbias is None else partials[-1]
+        dw_partial, db_partial = _partial_rows(partials, dweight, dbias)
         xchg = _split_buffer(config, parts, asked * heads, x.device) if parts > 1 else None
 
         def grid(kernel) -> Tuple[int, int]:
@@ -433,6 +434,16 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                    finish_ints, guard_device(x)))
 
 
+def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
+    """The backward's DW_PARTIAL and DB_PARTIAL: partials[0] and partials[-1] where asked for (the
+    kernel takes their data pointers: partials itself stands for partials[0], no view to build)."""
+    if partials is None:
+        return None, None
+    if dweight is None:
+        return None, partials
+    return partials, None if dbias is None else partials[-1]
+
+
 def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
                      weight_offset) -> None:
     """launch_bwd's launches for a signature that ran before: its buffers (every one before the first
@@ -442,8 +453,8 @@ def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd,
         shape, acc = planned.partials
         partials = torch.empty(shape, dtype=acc, device=x.device)
     xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
-    planned.go(x, weight, dy, dresidual_out, mean, rstd, dx, None if dweight is None else partials[0],
-               None if dbias is None else partials[-1], xchg, *planned.ints, eps, weight_offset)
+    planned.go(x, weight, dy, dresidual_out, mean, rstd, dx, *_partial_rows(partials, dweight, dbias), xchg,
+               *planned.ints, eps, weight_offset)
     if planned.finish is not None:
         planned.finish(partials, dweight if dweight is not None else dbias, dbias if dbias is not None else dweight,
                        *planned.finish_ints)

@@ -1,8 +1,8 @@
 """Launch plans: what one call signature launched, kept so the next call with it launches directly.
 
-A call's *signature* is everything that decides its launches (docs/design.md#launch-path): for
-each tensor argument its shape, strides, dtype, whether its data is 16-byte aligned (Triton
-specialises on it) and its type, or None; the flags (norm, x̂ rounding, whether weight_offset is 0,
+A call's *signature* is everything that decides its launches (docs/design.md#launch-path): x's
+shape; for each tensor argument its strides where the kernel takes them (a parameter's shape), its
+dtype, whether its data is 16-byte aligned (Triton specialises on it) and its type, or None; the flags (norm, x̂ rounding, whether weight_offset is 0,
 the backward's dependent launch); x's device and the current CUDA device. What a device fixes (its
 SM count, limits and capability) comes with the device. A forced configuration (tests, tuning
 tools) takes the full path every call and records no plan.
@@ -90,31 +90,49 @@ class PlanCache:
                 "enabled": launch.enabled()}
 
 
-def _t(t: Optional[_Tensor]) -> Optional[tuple]:
-    return None if t is None else (t.shape, t.stride(), t.dtype, t.data_ptr() & 15 == 0, type(t))
-
-
-def _where(x: _Tensor) -> tuple:
-    device = x.device
-    return device, _get_device() if device.type == "cuda" else None
-
-
+# What enters a launch of each tensor: its strides where the kernel takes them (row-major outputs
+# and dense parameters / statistics take none; a parameter's shape gives the heads), its dtype,
+# 16-byte alignment and type. (Inline, not a helper per tensor: this is most of a hit's host time.)
 def fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, is_rms_norm, x_hat_dtype, weight_offset,
             config) -> Optional[tuple]:
     """The forward's signature (module docstring); None: no plan (plans off, a forced config)."""
-    if config is not None or not launch.enabled():
+    if config is not None or not launch._enabled:
         return None
-    return ("fwd", _where(x), _t(x), _t(out), _t(weight), _t(bias), _t(residual), _t(residual_out), _t(mean),
-            _t(rstd), is_rms_norm, x_hat_dtype, weight_offset == 0.0)
+    device = x.device
+    return (
+        "fwd", device, _get_device() if device.type == "cuda" else None,
+        x.shape, x.stride(), x.dtype, x.data_ptr() & 15 == 0, type(x),
+        out.stride(), out.dtype, out.data_ptr() & 15 == 0, type(out),
+        None if weight is None else (weight.shape, weight.dtype, weight.data_ptr() & 15 == 0, type(weight)),
+        None if bias is None else (bias.shape, bias.dtype, bias.data_ptr() & 15 == 0, type(bias)),
+        None if residual is None else (residual.stride(), residual.dtype, residual.data_ptr() & 15 == 0,
+                                       type(residual)),
+        None if residual_out is None else (residual_out.stride(), residual_out.dtype,
+                                           residual_out.data_ptr() & 15 == 0, type(residual_out)),
+        None if mean is None else (mean.dtype, mean.data_ptr() & 15 == 0, type(mean)),
+        None if rstd is None else (rstd.dtype, rstd.data_ptr() & 15 == 0, type(rstd)),
+        is_rms_norm, x_hat_dtype, weight_offset == 0.0)
 
 
 def bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, is_rms_norm, x_hat_dtype, pdl,
             config) -> Optional[tuple]:
     """The backward's signature (module docstring); None: no plan (plans off, a forced config)."""
-    if config is not None or not launch.enabled():
+    if config is not None or not launch._enabled:
         return None
-    return ("bwd", _where(x), _t(x), _t(dy), _t(dx), _t(weight), _t(dweight), _t(dbias), _t(dresidual_out),
-            _t(mean), _t(rstd), is_rms_norm, x_hat_dtype, pdl)
+    device = x.device
+    return (
+        "bwd", device, _get_device() if device.type == "cuda" else None,
+        x.shape, x.stride(), x.dtype, x.data_ptr() & 15 == 0, type(x),
+        dy.stride(), dy.dtype, dy.data_ptr() & 15 == 0, type(dy),
+        dx.stride(), dx.dtype, dx.data_ptr() & 15 == 0, type(dx),
+        None if weight is None else (weight.shape, weight.dtype, weight.data_ptr() & 15 == 0, type(weight)),
+        None if dweight is None else (dweight.dtype, dweight.data_ptr() & 15 == 0, type(dweight)),
+        None if dbias is None else (dbias.shape, dbias.dtype, dbias.data_ptr() & 15 == 0, type(dbias)),
+        None if dresidual_out is None else (dresidual_out.stride(), dresidual_out.dtype,
+                                            dresidual_out.data_ptr() & 15 == 0, type(dresidual_out)),
+        None if mean is None else (mean.dtype, mean.data_ptr() & 15 == 0, type(mean)),
+        None if rstd is None else (rstd.dtype, rstd.data_ptr() & 15 == 0, type(rstd)),
+        is_rms_norm, x_hat_dtype, pdl)
 
 
 def plain(*tensors: Optional[_Tensor]) -> bool:
