@@ -478,15 +478,17 @@ def _empty(x: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype):
-    """Allocate (out, residual_out, mean, rstd), None for what is not produced."""
+    """Allocate (out, residual_out, mean, rstd), None for what is not produced: row-major, on x's
+    device (empty_like, and sizes as ints: half the argument parsing of torch.empty(x.shape, ...))."""
     m = x.shape[0]
-    out = torch.empty(x.shape, dtype=out_dtype or x.dtype, device=x.device)
+    out = torch.empty_like(x, dtype=out_dtype or x.dtype, memory_format=torch.contiguous_format)
     res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
     store_residual = residual is not None or res_dtype != x.dtype
-    residual_out = torch.empty(x.shape, dtype=res_dtype, device=x.device) if store_residual else None
+    residual_out = torch.empty_like(x, dtype=res_dtype, memory_format=torch.contiguous_format) if store_residual \
+        else None
     sdt = stats_dtype(x.dtype)
-    rstd = torch.empty((m,), dtype=sdt, device=x.device) if store_stats else None
-    mean = torch.empty((m,), dtype=sdt, device=x.device) if store_stats and not is_rms_norm else None
+    rstd = torch.empty(m, dtype=sdt, device=x.device) if store_stats else None
+    mean = torch.empty(m, dtype=sdt, device=x.device) if store_stats and not is_rms_norm else None
     return out, residual_out, mean, rstd
 
 
@@ -526,9 +528,9 @@ def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, o
 def _bwd_outputs(x, weight, bias_shape, bias_dtype):
     """Allocate (dx, dweight, dbias), None for what is not produced: dweight like weight, dbias of
     bias_shape in bias_dtype."""
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    dweight = torch.empty(weight.shape, dtype=weight.dtype, device=x.device) if weight is not None else None
-    dbias = torch.empty(bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # (as _fwd_outputs: host time)
+    dweight = torch.empty_like(weight, memory_format=torch.contiguous_format) if weight is not None else None
+    dbias = torch.empty(*bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
     return dx, dweight, dbias
 
 
