@@ -2,10 +2,12 @@
 
 A call's *signature* is everything that decides its launches (docs/design.md#launch-path): x's
 shape; for each tensor argument its strides where the kernel takes them (a parameter's shape), its
-dtype, whether its data is 16-byte aligned (Triton specialises on it) and its type, or None; the flags (norm, x̂ rounding, whether weight_offset is 0,
-the backward's dependent launch); x's device and the current CUDA device. What a device fixes (its
-SM count, limits and capability) comes with the device. A forced configuration (tests, tuning
-tools) takes the full path every call and records no plan.
+dtype, whether its data is 16-byte aligned (Triton specialises on it) and its type, or None; the
+flags (norm, x̂ rounding, whether weight_offset is 0, the backward's dependent launch); x's device
+and the current CUDA device. What a device fixes (its SM count, limits and capability) comes with
+the device. A forced configuration (tests, tuning tools) takes the full path every call and
+records no plan.
+
 A *plan* holds what the full path chose and ran for it: the bound launches (`launch.bind`: the
 kernel, its configuration — a compile fallback included — and grid), the integer arguments (shape
 and strides, fixed by the key) and the sizes of the buffers a call allocates (the backward's
@@ -13,10 +15,10 @@ partial sums, a split configuration's zeroed exchange slots). A hit allocates th
 passing the call's tensors, eps and weight_offset; it runs no configuration pick, grid fit or
 argument classification — the key proves the full path would choose the same.
 
-The cache is bounded (`MAX_PLANS`, oldest first out), shared by threads (plans are immutable;
-dict reads and writes are atomic under the GIL, evictions take a lock; concurrent misses store
-equal plans) and keyed by device and current device. `NORMKIT_FAST_LAUNCH=0` (or
-`normkit.launch.set_mode("off")`) turns plans off.
+The cache is bounded (`MAX_PLANS`, oldest first out), shared by threads (plans are not changed
+once stored; dict reads and writes are atomic under the GIL, evictions take a lock; concurrent
+misses store equal plans) and keyed by device and current device; each launch reads the current
+stream. `NORMKIT_FAST_LAUNCH=0` (or `normkit.launch.set_mode("off")`) turns plans off.
 """
 
 import threading
@@ -29,9 +31,9 @@ from . import launch
 _Tensor, _Parameter = torch.Tensor, torch.nn.Parameter
 _get_device = getattr(torch._C, "_cuda_getDevice", None)
 
-# A model holds a few dozen signatures (norms × dtypes × shapes, forward and backward); varying
-# sequence lengths add one per M. 4096 plans of ~1 KB each bound the memory well below a megabyte.
-MAX_PLANS = 4096
+# A model holds a few signatures (norms × dtypes × shapes, forward and backward); varying sequence
+# lengths add a few per M. A plan with its key takes 3-6 KB (sys.getsizeof, CPU): 1024 stay under 6 MB.
+MAX_PLANS = 1024
 
 
 class FwdPlan:
@@ -46,7 +48,8 @@ class FwdPlan:
 class BwdPlan:
     """The backward's launches: go(x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial,
     db_partial, xchg, *ints, eps, weight_offset), then finish(partials, dweight or dbias, dbias or
-    dweight, *finish_ints) when there are parameter gradients; partials: the partial sums' shape."""
+    dweight, *finish_ints) when there are parameter gradients; partials: the partial sums' (shape,
+    dtype), None without parameter gradients."""
     __slots__ = ("go", "ints", "partials", "xchg", "finish", "finish_ints", "device")
 
     def __init__(self, go: Callable, ints: tuple, partials: Optional[Tuple[int, int, int]], xchg: int,

@@ -250,7 +250,8 @@ def test_the_key_is_at_least_as_fine_as_tritons_specialization(monkeypatch):
         pytest.skip("checked against Triton 3.6's specialization")
     launched = []
     real = ops.launch
-    monkeypatch.setattr(ops, "launch", lambda fn, grid, *a, **k: launched.append((grid, a, k)) or real(fn, grid, *a, **k))
+    monkeypatch.setattr(ops, "launch",
+                        lambda fn, grid, *a, **k: launched.append((grid, a, k)) or real(fn, grid, *a, **k))
     g = torch.Generator().manual_seed(2)
     buf, weight = _rand(g, (9 * 64,), F32), _rand(g, (64,), F32)
     x = buf[:8 * 64].view(8, 64)
