@@ -18,7 +18,8 @@ from . import config as cfg
 from . import reference
 from ._runtime import (dependent_launch, interpret, kernels, multiprocessor_count, multiprocessor_limits,
                        uses_triton)
-from .launch import launch, launch_fitted
+from .launch import bind, launch, launch_fitted
+from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
 
 Tensor = torch.Tensor
@@ -178,8 +179,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     m, n = x.shape
     if m == 0:
         return
-    heads = _heads(weight, bias)
     if not uses_triton(x.device):
+        heads = _heads(weight, bias)
         y, h, mu, r = reference.norm_fwd(
             _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
             is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
@@ -188,6 +189,34 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
+    eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
+    weight, bias = _contiguous(weight), _contiguous(bias)
+    staged = []  # (destination, float32 stand-in) for outputs routed through float32
+    if x.dtype == torch.float64 and interpret():
+        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
+        # as float32): there, bf16 outputs of a float64 input are stored as float32 and rounded here.
+        if out.dtype == torch.bfloat16:
+            staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
+            out = staged[-1][1]
+        if residual_out is not None and residual_out.dtype == torch.bfloat16:
+            staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
+            residual_out = staged[-1][1]
+    key = fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, is_rms_norm, x_hat_dtype, weight_offset,
+                  config)
+    planned = PLANS.get(key)
+    if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
+        xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+        if planned.device is None:
+            planned.go(x, residual, weight, bias, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                       weight_offset)
+        else:
+            with torch.cuda.device(planned.device):
+                planned.go(x, residual, weight, bias, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                           weight_offset)
+        for destination, stand_in in staged:
+            destination.copy_(stand_in)
+        return
+    heads = _heads(weight, bias)
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
@@ -206,7 +235,6 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
                          f"(the forward has no row loop to load ahead in but its split parts' — which stage with "
                          f"async_stages —, nor Σ(g·h) and Σg), got {config}")
-    weight, bias = _contiguous(weight), _contiguous(bias)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
                  HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
                  STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
@@ -223,18 +251,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     # session 13 the rows that re-read x for y (TileConfig.reload: most whole rows of ≥ 4096) and
     # RMSNorm's column tiles set their own (evict_last, then evict_first): STREAM is left to rows of
     # 2048 and the whole rows that are not re-read.
-    staged = []  # (destination, float32 stand-in) for outputs routed through float32
-    if x.dtype == torch.float64 and interpret():
-        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
-        # as float32): there, bf16 outputs of a float64 input are stored as float32 and rounded here.
-        if out.dtype == torch.bfloat16:
-            staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
-            out = staged[-1][1]
-        if residual_out is not None and residual_out.dtype == torch.bfloat16:
-            staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
-            residual_out = staged[-1][1]
+    ran = []  # (grid, args, kwargs, exchange slots) of the launch that ran: the plan
 
     def run(config: cfg.TileConfig) -> None:
+        ran.clear()
         # LayerNorm only: its PTX loses 7-8 % of its instructions unmasked (346 → 321 at 4096), at
         # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
         # 32-35 → 40 at 4096, fewer programs an SM).
@@ -251,7 +271,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
         if not config.split:
-            launch(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), *args, None, *tail, **options)
+            grid = (cfg.cdiv(m, config.block_m),)
+            launch(kernels().norm_fwd_kernel, grid, *args, None, *tail, **options)
+            ran.append((grid, (*args, None, *tail), options, 0))
             return
         # split rows: groups of `parts` programs, every program resident at once (the grid fitted to
         # the programs of the compiled kernel an SM holds, at most config.programs_per_sm)
@@ -261,12 +283,17 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         def grid(kernel) -> Tuple[int]:
             return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
 
-        launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, SPLIT=cfg.next_power_of_2(parts),
-                      SPLIT_STAGES=config.async_stages or None, **options)
+        options = dict(options, SPLIT=cfg.next_power_of_2(parts), SPLIT_STAGES=config.async_stages or None)
+        launched = launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, **options)
+        ran.append((launched, (*args, xchg, *tail), options, xchg.numel()))
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
                       lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out)))
+        if key is not None and ran and plain(x, out, weight, bias, residual, residual_out, mean, rstd):
+            launched, args, kwargs, xchg = ran[0]
+            PLANS.put(key, FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[9:-2], xchg,
+                                   guard_device(x)))
     for destination, stand_in in staged:
         destination.copy_(stand_in)
 
@@ -301,8 +328,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if grad is not None:
                 grad.zero_()
         return
-    heads = _heads(weight, dbias)
     if not uses_triton(x.device):
+        heads = _heads(weight, dbias)
         d_x, d_w, d_b = reference.norm_bwd(
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
@@ -312,6 +339,20 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
+    eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
+    weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
+    pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
+    key = bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, is_rms_norm, x_hat_dtype, pdl, config)
+    planned = PLANS.get(key)
+    if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
+        if planned.device is None:
+            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps, weight_offset)
+        else:
+            with torch.cuda.device(planned.device):
+                _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
+                                 weight_offset)
+        return
+    heads = _heads(weight, dbias)
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)
@@ -328,14 +369,14 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     if forward_only:  # else a forced config would run (and be timed) as the tile without them
         raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only (reload: and the "
                          f"backward's split parts); the backward has no such path, got {config}")
-    weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     acc = reference.compute_dtype(x.dtype)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
                  HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
                  COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype))
-    pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
+    ran = []  # what the configuration that ran launched: the plan
 
     def run(config: cfg.TileConfig) -> None:
+        ran.clear()
         # Every buffer is allocated before the first launch: an out-of-memory error leaves the
         # caller's dx, dweight and dbias untouched. They are sized for the grid the config asks
         # for; the grid launched may be smaller (fewer of the compiled kernel's programs fit).
@@ -343,8 +384,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         parts = cfg.split_parts(config, n)
         grads = [g for g in (dweight, dbias) if g is not None]  # finished together, in one launch
         partials = torch.empty((len(grads), asked, heads * n), dtype=acc, device=x.device) if grads else None
-        dw_partial = None if dweight is None else partials[0]
-        db_partial = None if dbias is None else partials[-1]
+        dw_partial, db_partial = _partial_rows(partials, dweight, dbias)
         xchg = _split_buffer(config, parts, asked * heads, x.device) if parts > 1 else None
 
         def grid(kernel) -> Tuple[int, int]:
@@ -352,10 +392,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                          resident=_resident(kernel, x.device))
             return programs * parts, heads
 
-        programs = launch_fitted(kernels().norm_bwd_kernel, grid,
-            x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
-            x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
-            _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset,
+        args = (x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
+                x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
+                _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset)
+        options = dict(
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
@@ -364,19 +404,70 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             BF16_PAIRS=cfg.takes_pairs(config, backward=True) and not interpret(),
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
-        )[0] // parts
+        )
+        launched = launch_fitted(kernels().norm_bwd_kernel, grid, *args, **options)
+        programs = launched[0] // parts
+        finished = None
         if grads:
             finish = cfg.finish_config(interpret(), programs, heads * n)
-            launch(kernels().sum_partials_kernel, (cfg.cdiv(heads * n, finish.block_n), len(grads)),
-                partials, grads[0], grads[-1], programs, heads * n, partials.stride(0),
-                BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,
-                **({"launch_pdl": True} if pdl else {}),
-            )
+            finish_grid = (cfg.cdiv(heads * n, finish.block_n), len(grads))
+            finish_args = (partials, grads[0], grads[-1], programs, heads * n, partials.stride(0))
+            finish_options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl,
+                                  num_warps=finish.num_warps, **({"launch_pdl": True} if pdl else {}))
+            launch(kernels().sum_partials_kernel, finish_grid, *finish_args, **finish_options)
+            finished = (finish_grid, finish_args, finish_options)
+        ran.append((launched, args, options, None if partials is None else partials.shape,
+                    0 if xchg is None else xchg.numel(), finished))
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),
                       lambda: ("bwd", flags, x.dtype, dy.dtype, dx.dtype,
                                _dtypes(weight, dweight, dbias, dresidual_out, rstd)))
+        if key is not None and ran and plain(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd):
+            launched, args, options, partials, xchg, finished = ran[0]
+            finish, finish_ints = None, ()
+            if finished is not None:
+                finish = bind(kernels().sum_partials_kernel, finished[0], finished[1], finished[2])
+                finish_ints = finished[1][3:]
+            PLANS.put(key, BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[10:-2],
+                                   None if partials is None else (tuple(partials), acc), xchg, finish,
+                                   finish_ints, guard_device(x)))
+
+
+def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
+    """The backward's DW_PARTIAL and DB_PARTIAL: partials[0] and partials[-1] where asked for (the
+    kernel takes their data pointers: partials itself stands for partials[0], no view to build)."""
+    if partials is None:
+        return None, None
+    if dweight is None:
+        return None, partials
+    return partials, None if dbias is None else partials[-1]
+
+
+def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
+                     weight_offset) -> None:
+    """launch_bwd's launches for a signature that ran before: its buffers (every one before the first
+    launch, as the full path), the backward, then the finisher."""
+    partials = None
+    if planned.partials is not None:
+        shape, acc = planned.partials
+        partials = torch.empty(shape, dtype=acc, device=x.device)
+    xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+    planned.go(x, weight, dy, dresidual_out, mean, rstd, dx, *_partial_rows(partials, dweight, dbias), xchg,
+               *planned.ints, eps, weight_offset)
+    if planned.finish is not None:
+        planned.finish(partials, dweight if dweight is not None else dbias, dbias if dbias is not None else dweight,
+                       *planned.finish_ints)
+
+
+def plan_cache_info() -> dict:
+    """The launch plans (docs/design.md#launch-path): size, maxsize, hits, misses and whether they are on."""
+    return PLANS.info()
+
+
+def clear_plans() -> None:
+    """Forget every launch plan (and the counts): the next call of each signature takes the full path."""
+    PLANS.clear()
 
 
 # ----------------------------------------------------------------------------- custom ops
@@ -387,15 +478,17 @@ def _empty(x: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype):
-    """Allocate (out, residual_out, mean, rstd), None for what is not produced."""
+    """Allocate (out, residual_out, mean, rstd), None for what is not produced: row-major, on x's
+    device (empty_like, and sizes as ints: half the argument parsing of torch.empty(x.shape, ...))."""
     m = x.shape[0]
-    out = torch.empty(x.shape, dtype=out_dtype or x.dtype, device=x.device)
+    out = torch.empty_like(x, dtype=out_dtype or x.dtype, memory_format=torch.contiguous_format)
     res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
     store_residual = residual is not None or res_dtype != x.dtype
-    residual_out = torch.empty(x.shape, dtype=res_dtype, device=x.device) if store_residual else None
+    residual_out = torch.empty_like(x, dtype=res_dtype, memory_format=torch.contiguous_format) if store_residual \
+        else None
     sdt = stats_dtype(x.dtype)
-    rstd = torch.empty((m,), dtype=sdt, device=x.device) if store_stats else None
-    mean = torch.empty((m,), dtype=sdt, device=x.device) if store_stats and not is_rms_norm else None
+    rstd = torch.empty(m, dtype=sdt, device=x.device) if store_stats else None
+    mean = torch.empty(m, dtype=sdt, device=x.device) if store_stats and not is_rms_norm else None
     return out, residual_out, mean, rstd
 
 
@@ -435,9 +528,9 @@ def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, o
 def _bwd_outputs(x, weight, bias_shape, bias_dtype):
     """Allocate (dx, dweight, dbias), None for what is not produced: dweight like weight, dbias of
     bias_shape in bias_dtype."""
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    dweight = torch.empty(weight.shape, dtype=weight.dtype, device=x.device) if weight is not None else None
-    dbias = torch.empty(bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # (as _fwd_outputs: host time)
+    dweight = torch.empty_like(weight, memory_format=torch.contiguous_format) if weight is not None else None
+    dbias = torch.empty(*bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
     return dx, dweight, dbias
 
 
