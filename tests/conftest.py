@@ -30,3 +30,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("normkit launch configurations run")
         for line in properties.coverage_summary():
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_launch_plans():
+    """Each test starts without cached launch plans (normkit/plan.py): a test that spies on the full
+    launch path, or forces a configuration, sees it taken on its first call."""
+    from normkit import ops
+
+    ops.clear_plans()
+    yield

@@ -28,12 +28,6 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ALLOCATORS = ("empty", "zeros", "empty_like", "zeros_like")
 
 
-@pytest.fixture(autouse=True)
-def _no_plans_from_other_tests():
-    """Tests here replace ops' launchers, which a launch plan skips: each starts with none."""
-    ops.clear_plans()
-
-
 class _OutOfMemoryAt:
     """Stands in for `torch` inside normkit.ops: allocation number `at` (1-based; 0: none) raises
     torch.OutOfMemoryError. Counts the allocations it saw."""

@@ -27,12 +27,10 @@ CUDA = torch.cuda.is_available()
 
 
 @pytest.fixture(autouse=True)
-def _fresh_plans():
+def _restore_mode():
     mode = L.get_mode()
-    ops.clear_plans()
     yield
     L.set_mode(mode)
-    ops.clear_plans()
 
 
 # ----------------------------------------------------------------------------- the cycle, no GPU
