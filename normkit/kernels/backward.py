@@ -215,6 +215,135 @@ def _accumulate_partial(PARTIAL, offs, mask, contribution):
 
 
 @triton.jit
+def _split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, XCHG, M, N, HEADS,
+                stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, stride_dres_row, stride_dres_col,
+                stride_dx_row, eps, weight_offset, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                IS_RMS_NORM: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                HAS_DRESIDUAL: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
+                X_HAT_DTYPE: tl.constexpr, SPLIT: tl.constexpr, PREFETCH: tl.constexpr, ASYNC_STAGES: tl.constexpr,
+                RELOAD: tl.constexpr, JOIN_STATS: tl.constexpr, EVEN_COLS: tl.constexpr, BF16_PAIRS: tl.constexpr):
+    """Split rows (SPLIT > 1): the whole backward of one column part, its row blocks in lockstep with
+    its group's other parts (the module docstring's "Split rows"). Ends with the part's dweight and
+    dbias partials stored, as the whole-row path does."""
+    KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192
+    pid = tl.program_id(0)
+    head = tl.program_id(1)
+    num_programs = tl.num_programs(0)
+    head_rows = M // HEADS  # rows of one head (all rows when HEADS = 1)
+    num_row_blocks = tl.cdiv(head_rows, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    w_row = head.to(tl.int64) * N  # offset of this head's weight row
+    parts = tl.cdiv(N, BLOCK_N)
+    part = pid % parts
+    pid = pid // parts  # the group: from here on, "program" means the group
+    num_programs = num_programs // parts
+    cols += part * BLOCK_N
+    group = pid * HEADS + head
+    partial_offset = (pid.to(tl.int64) * HEADS + head) * N  # this group's row of the partials
+
+    col_mask = cols < N
+    if EVEN_COLS:  # N a multiple of BLOCK_N: the mask folds away (fewer instructions a row block)
+        col_mask = tl.full([BLOCK_N], 1, tl.int1)
+    dw_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
+    db_acc = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
+    # The same columns in every row block: the weight is loaded once, except for the widest
+    # rows, where keeping it live spilled (4096×16384: see config._BWD_PREFETCH).
+    if HAS_WEIGHT and KEEP_W:
+        w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
+    next_h, next_dy = 0, 0  # (placeholders without PREFETCH: _take_rows passes them through)
+    if PREFETCH:
+        next_h, next_dy = _load_rows(X, DY, pid, head, HEADS, head_rows, cols, col_mask,
+                                     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M)
+
+    # Iteration t publishes the row sums of block pid + t·G, then finishes block pid + (t−1)·G
+    # with the sums its partners published one iteration ago. Iteration 0 finishes nothing
+    # (its "previous" rows are masked off); the extra last iteration publishes nothing real.
+    # RELOAD: block t − 1's h and dy are not held across the exchange but read again after it
+    # (from L2, where iteration t − 1 left them): one row block fewer live in registers.
+    prev_h = tl.zeros([BLOCK_M, BLOCK_N], dtype=X.dtype.element_ty)
+    prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
+    for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1, num_stages=ASYNC_STAGES):
+        row_block = pid + t * num_programs
+        h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
+                                            head_rows, cols, col_mask, stride_x_row, stride_x_col,
+                                            stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
+        if HAS_WEIGHT and not KEEP_W:
+            w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
+        mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
+        h_c = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
+        g = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
+        if HAS_WEIGHT:
+            g = g * w[None, :]
+        # the sums in one reduction (one round of cross-warp exchanges), with JOIN_STATS the
+        # statistics' own too: Σh² (RMSNorm) or Σh (LayerNorm; else publish_row_sums reduces it)
+        sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
+        sum_h = None
+        if IS_RMS_NORM and RECOMPUTE_STATS and JOIN_STATS:
+            sum_gh, sum_h = tl.reduce((g * h_c, h_c * h_c), 1, _add_pair)
+        elif IS_RMS_NORM:
+            sum_gh = tl.sum(g * h_c, axis=1)
+        elif RECOMPUTE_STATS and JOIN_STATS:
+            sum_gh, sum_g, sum_h = tl.reduce((g * h_c, g, h_c), 1, _add_triple)
+        else:
+            sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
+        publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g, IS_RMS_NORM, RECOMPUTE_STATS,
+                         BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM, sum_h=sum_h)
+
+        # ---- the previous block: its rows' sums, then dh and the parameter partials
+        local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = (local < head_rows) & (t > 0)
+        rows64 = local.to(tl.int64) * HEADS + head
+        if IS_RMS_NORM and not RECOMPUTE_STATS and ASYNC_STAGES is not None and COMPUTE_DTYPE == tl.float32:
+            # rstd in flight with the exchange's words, not staged by the pipeliner behind a barrier of its
+            # own (`load_row_stat`): RMSNorm −0.5 to −1.3 %; LayerNorm's mean and rstd so lost 5-16 % (run ZZZZZQ)
+            rstd = load_row_stat(RSTD + rows64, row_mask).to(COMPUTE_DTYPE)
+        elif not RECOMPUTE_STATS:
+            rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+            if not IS_RMS_NORM:
+                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+        sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
+                                                      RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
+                                                      SUM_G=not IS_RMS_NORM)
+        if RECOMPUTE_STATS:
+            mean = row_mean
+            rstd = 1.0 / tl.sqrt(var + eps)
+        elif IS_RMS_NORM:
+            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+        rstd = tl.where(row_mask, rstd, 0.0)
+        mask = row_mask[:, None] & col_mask[None, :]
+        if RELOAD:
+            prev_h = tl.load(X + rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col, mask=mask,
+                             other=0.0, eviction_policy="evict_first")
+            prev_dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask,
+                              other=0.0, eviction_policy="evict_first")
+        h_c = upcast(prev_h, COMPUTE_DTYPE, BF16_PAIRS)
+        dy_c = upcast(prev_dy, COMPUTE_DTYPE, BF16_PAIRS)
+        if IS_RMS_NORM:
+            g = dy_c
+            if HAS_WEIGHT:
+                g = dy_c * w[None, :]
+            x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+        else:  # LayerNorm: rstd folded in first, two element-wise ops fewer (_dh_scaled)
+            # ĥ in one FFMA where h is 2-byte (its error bound: `_dh_scaled`): 0.5-1 % (run ZZZZZN)
+            x_hat, dh = _dh_scaled(h_c, dy_c, w if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N,
+                                   X.dtype.element_ty.primitive_bitwidth == 16)
+        _store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
+                  rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
+                  HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
+        if HAS_WEIGHT:  # unmasked: `_dweight_term`
+            dw_acc += tl.sum(_dweight_term(dy_c, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
+        if HAS_BIAS:
+            db_acc += tl.sum(dy_c, axis=0)
+        if not RELOAD:
+            prev_h, prev_dy = h, dy
+
+    if HAS_WEIGHT:
+        tl.store(DW_PARTIAL + partial_offset + cols, dw_acc, mask=col_mask)
+    if HAS_BIAS:
+        tl.store(DB_PARTIAL + partial_offset + cols, db_acc, mask=col_mask)
+
+
+@triton.jit
 def norm_bwd_kernel(
     X, W, DY, DRESIDUAL_OUT, MEAN, RSTD,  # inputs: h, dy, dresidual_out (M, N) strided; w (HEADS, N)
     DX, DW_PARTIAL, DB_PARTIAL,  # outputs: dx (M, N) row-major; partials (G, HEADS·N)
@@ -247,6 +376,13 @@ def norm_bwd_kernel(
         gdc_launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
+    if SPLIT > 1:  # a row's columns across a group of programs (docs/design.md#split-rows)
+        _split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, XCHG, M, N, HEADS,
+                    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, stride_dres_row, stride_dres_col,
+                    stride_dx_row, eps, weight_offset, BLOCK_M, BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS,
+                    HAS_DRESIDUAL, RECOMPUTE_STATS, COMPUTE_DTYPE, X_HAT_DTYPE, SPLIT, PREFETCH, ASYNC_STAGES,
+                    RELOAD, JOIN_STATS, EVEN_COLS, BF16_PAIRS)
+        return
     KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192
     pid = tl.program_id(0)
     head = tl.program_id(1)
@@ -255,13 +391,6 @@ def norm_bwd_kernel(
     num_row_blocks = tl.cdiv(head_rows, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     w_row = head.to(tl.int64) * N  # offset of this head's weight row
-    if SPLIT > 1:
-        parts = tl.cdiv(N, BLOCK_N)
-        part = pid % parts
-        pid = pid // parts  # the group: from here on, "program" means the group
-        num_programs = num_programs // parts
-        cols += part * BLOCK_N
-        group = pid * HEADS + head
     partial_offset = (pid.to(tl.int64) * HEADS + head) * N  # this program's row of the partials
 
     if ONE_TILE:
@@ -288,185 +417,102 @@ def norm_bwd_kernel(
                 tl.store(DB_PARTIAL + partial_offset + c, zeros, mask=c < N)
         tl.debug_barrier()
 
-    if SPLIT > 1:
-        # Iteration t publishes the row sums of block pid + t·G, then finishes block pid + (t−1)·G
-        # with the sums its partners published one iteration ago. Iteration 0 finishes nothing
-        # (its "previous" rows are masked off); the extra last iteration publishes nothing real.
-        # RELOAD: block t − 1's h and dy are not held across the exchange but read again after it
-        # (from L2, where iteration t − 1 left them): one row block fewer live in registers.
-        prev_h = tl.zeros([BLOCK_M, BLOCK_N], dtype=X.dtype.element_ty)
-        prev_dy = tl.zeros([BLOCK_M, BLOCK_N], dtype=DY.dtype.element_ty)
-        for t in tl.range(0, tl.cdiv(num_row_blocks - pid, num_programs) + 1, num_stages=ASYNC_STAGES):
-            row_block = pid + t * num_programs
+    for row_block in tl.range(pid, num_row_blocks, num_programs, num_stages=ASYNC_STAGES):
+        local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = local < head_rows
+        rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
+        x_rows = rows64[:, None] * stride_x_row
+        dy_rows = rows64[:, None] * stride_dy_row
+        dres_rows = rows64[:, None] * stride_dres_row
+        dx_rows = rows64[:, None] * stride_dx_row
+
+        # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
+        if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
+            rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+            if not IS_RMS_NORM:
+                mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
+        if ONE_TILE:
+            mask = row_mask[:, None] & col_mask[None, :]
+            # with PREFETCH this block's tile arrived during the previous block's math; start the next
             h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
                                                 head_rows, cols, col_mask, stride_x_row, stride_x_col,
                                                 stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
-            if HAS_WEIGHT and not KEEP_W:
-                w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
-            mask = ((row_block * BLOCK_M + tl.arange(0, BLOCK_M)) < head_rows)[:, None] & col_mask[None, :]
-            h_c = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
-            g = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
+            h = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
+            dy = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
+            g = dy
             if HAS_WEIGHT:
-                g = g * w[None, :]
-            # the sums in one reduction (one round of cross-warp exchanges), with JOIN_STATS the
-            # statistics' own too: Σh² (RMSNorm) or Σh (LayerNorm; else publish_row_sums reduces it)
-            sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (_dh)
-            sum_h = None
-            if IS_RMS_NORM and RECOMPUTE_STATS and JOIN_STATS:
-                sum_gh, sum_h = tl.reduce((g * h_c, h_c * h_c), 1, _add_pair)
-            elif IS_RMS_NORM:
-                sum_gh = tl.sum(g * h_c, axis=1)
-            elif RECOMPUTE_STATS and JOIN_STATS:
-                sum_gh, sum_g, sum_h = tl.reduce((g * h_c, g, h_c), 1, _add_triple)
+                if not KEEP_W:
+                    w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
+                g = dy * w[None, :]
+            if JOIN_SUMS and not IS_RMS_NORM:  # one tree, one set of cross-warp barriers, for both sums
+                sum_gh, sum_g = tl.split(tl.sum(tl.join(g * h, g), axis=1))
             else:
-                sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
-            publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g, IS_RMS_NORM, RECOMPUTE_STATS,
-                             BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM, sum_h=sum_h)
-
-            # ---- the previous block: its rows' sums, then dh and the parameter partials
-            local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
-            row_mask = (local < head_rows) & (t > 0)
-            rows64 = local.to(tl.int64) * HEADS + head
-            if IS_RMS_NORM and not RECOMPUTE_STATS and ASYNC_STAGES is not None and COMPUTE_DTYPE == tl.float32:
-                # rstd in flight with the exchange's words, not staged by the pipeliner behind a barrier of its
-                # own (`load_row_stat`): RMSNorm −0.5 to −1.3 %; LayerNorm's mean and rstd so lost 5-16 % (run ZZZZZQ)
-                rstd = load_row_stat(RSTD + rows64, row_mask).to(COMPUTE_DTYPE)
-            elif not RECOMPUTE_STATS:
-                rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-                if not IS_RMS_NORM:
-                    mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-            sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
-                                                          RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
-                                                          SUM_G=not IS_RMS_NORM)
+                sum_gh = tl.sum(g * h, axis=1)
+                sum_g = tl.sum(g, axis=1)
             if RECOMPUTE_STATS:
-                mean = row_mean
-                rstd = 1.0 / tl.sqrt(var + eps)
-            elif IS_RMS_NORM:
-                mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            rstd = tl.where(row_mask, rstd, 0.0)
-            mask = row_mask[:, None] & col_mask[None, :]
-            if RELOAD:
-                prev_h = tl.load(X + rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col, mask=mask,
-                                 other=0.0, eviction_policy="evict_first")
-                prev_dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask,
-                                  other=0.0, eviction_policy="evict_first")
-            h_c = upcast(prev_h, COMPUTE_DTYPE, BF16_PAIRS)
-            dy_c = upcast(prev_dy, COMPUTE_DTYPE, BF16_PAIRS)
-            if IS_RMS_NORM:
-                g = dy_c
-                if HAS_WEIGHT:
-                    g = dy_c * w[None, :]
-                x_hat, dh = _dh(h_c, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
-            else:  # LayerNorm: rstd folded in first, two element-wise ops fewer (_dh_scaled)
-                # ĥ in one FFMA where h is 2-byte (its error bound: `_dh_scaled`): 0.5-1 % (run ZZZZZN)
-                x_hat, dh = _dh_scaled(h_c, dy_c, w if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N,
-                                       X.dtype.element_ty.primitive_bitwidth == 16)
-            _store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
-                      rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
-                      HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
-            if HAS_WEIGHT:  # unmasked: `_dweight_term`
-                dw_acc += tl.sum(_dweight_term(dy_c, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
-            if HAS_BIAS:
-                db_acc += tl.sum(dy_c, axis=0)
-            if not RELOAD:
-                prev_h, prev_dy = h, dy
-    else:
-        for row_block in tl.range(pid, num_row_blocks, num_programs, num_stages=ASYNC_STAGES):
-            local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
-            row_mask = local < head_rows
-            rows64 = local.to(tl.int64) * HEADS + head  # int64 offsets: tensors above 2**31 elements
-            x_rows = rows64[:, None] * stride_x_row
-            dy_rows = rows64[:, None] * stride_dy_row
-            dres_rows = rows64[:, None] * stride_dres_row
-            dx_rows = rows64[:, None] * stride_dx_row
-
-            # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
-            if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
-                rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-                if not IS_RMS_NORM:
-                    mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
-            if ONE_TILE:
-                mask = row_mask[:, None] & col_mask[None, :]
-                # with PREFETCH this block's tile arrived during the previous block's math; start the next
-                h, dy, next_h, next_dy = _take_rows(X, DY, next_h, next_dy, row_block, num_programs, head, HEADS,
-                                                    head_rows, cols, col_mask, stride_x_row, stride_x_col,
-                                                    stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
-                h = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
-                dy = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
-                g = dy
-                if HAS_WEIGHT:
-                    if not KEEP_W:
-                        w = _weight(W, w_row, cols, col_mask, weight_offset, COMPUTE_DTYPE, BF16_PAIRS)
-                    g = dy * w[None, :]
-                if JOIN_SUMS and not IS_RMS_NORM:  # one tree, one set of cross-warp barriers, for both sums
-                    sum_gh, sum_g = tl.split(tl.sum(tl.join(g * h, g), axis=1))
-                else:
-                    sum_gh = tl.sum(g * h, axis=1)
-                    sum_g = tl.sum(g, axis=1)
-                if RECOMPUTE_STATS:
-                    if IS_RMS_NORM:
-                        mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-                        var = tl.sum(h * h, axis=1) / N
-                    else:
-                        mean = tl.sum(h, axis=1) / N
-                        centered = tl.where(mask, h - mean[:, None], 0.0)
-                        var = tl.sum(centered * centered, axis=1) / N
-            else:
-                # g·h and g summed element-wise across the tiles, reduced once after the loop.
-                # (A row sum added to a loop-carried total each tile is what Triton's
-                # OptimizeThreadLocality pass rewrites into this; it asserts when the total has more
-                # than one use, e.g. LayerNorm without weight and dy's dtype ≠ x's: PassManager::run failed.)
-                acc_gh = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
-                acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
-                if RECOMPUTE_STATS:  # (saved statistics were loaded above)
+                if IS_RMS_NORM:
                     mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-                m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-                for start in tl.range(0, N, BLOCK_N):
-                    c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
-                                                          stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                          COMPUTE_DTYPE, BF16_PAIRS)
-                    acc_gh += g * h
-                    acc_g += g
-                    if RECOMPUTE_STATS:
-                        mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
-                                                    COMPUTE_DTYPE)
-                sum_gh = tl.sum(acc_gh, axis=1)
-                sum_g = tl.sum(acc_g, axis=1)
-                var = m2 / N
-
-            if RECOMPUTE_STATS:
-                rstd = 1.0 / tl.sqrt(var + eps)
-            elif IS_RMS_NORM:
+                    var = tl.sum(h * h, axis=1) / N
+                else:
+                    mean = tl.sum(h, axis=1) / N
+                    centered = tl.where(mask, h - mean[:, None], 0.0)
+                    var = tl.sum(centered * centered, axis=1) / N
+        else:
+            # g·h and g summed element-wise across the tiles, reduced once after the loop.
+            # (A row sum added to a loop-carried total each tile is what Triton's
+            # OptimizeThreadLocality pass rewrites into this; it asserts when the total has more
+            # than one use, e.g. LayerNorm without weight and dy's dtype ≠ x's: PassManager::run failed.)
+            acc_gh = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+            acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=COMPUTE_DTYPE)
+            if RECOMPUTE_STATS:  # (saved statistics were loaded above)
                 mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
-            # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
-            rstd = tl.where(row_mask, rstd, 0.0)
+            m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+            for start in tl.range(0, N, BLOCK_N):
+                c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
+                                                      stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
+                                                      COMPUTE_DTYPE, BF16_PAIRS)
+                acc_gh += g * h
+                acc_g += g
+                if RECOMPUTE_STATS:
+                    mean, m2 = merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM, BLOCK_M, BLOCK_N,
+                                                COMPUTE_DTYPE)
+            sum_gh = tl.sum(acc_gh, axis=1)
+            sum_g = tl.sum(acc_g, axis=1)
+            var = m2 / N
 
-            # ---- dh = rstd·(g − ĥ·c₁ − c₂) (+ dresidual_out), and the parameter partials
-            if ONE_TILE:
-                # Σg is dropped for RMSNorm where the tile keeps the weight; the 1 × 16384 tile (which
-                # spills either way) spilled 180 B without it against 152 B with it, and ran
-                # 4096×16384 in 177 µs against 142 (device run ZI): there RMSNorm computes Σg as before.
-                x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM, KEEP_W)
-                _store_dh(DX, DRESIDUAL_OUT, dx_rows + cols[None, :], dres_rows + cols[None, :] * stride_dres_col,
+        if RECOMPUTE_STATS:
+            rstd = 1.0 / tl.sqrt(var + eps)
+        elif IS_RMS_NORM:
+            mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
+        # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.
+        rstd = tl.where(row_mask, rstd, 0.0)
+
+        # ---- dh = rstd·(g − ĥ·c₁ − c₂) (+ dresidual_out), and the parameter partials
+        if ONE_TILE:
+            # Σg is dropped for RMSNorm where the tile keeps the weight; the 1 × 16384 tile (which
+            # spills either way) spilled 180 B without it against 152 B with it, and ran
+            # 4096×16384 in 177 µs against 142 (device run ZI): there RMSNorm computes Σg as before.
+            x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM, KEEP_W)
+            _store_dh(DX, DRESIDUAL_OUT, dx_rows + cols[None, :], dres_rows + cols[None, :] * stride_dres_col,
+                      dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
+            if HAS_WEIGHT:
+                dw_acc += tl.sum(_dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
+            if HAS_BIAS:
+                db_acc += tl.sum(dy, axis=0)
+        else:
+            for start in tl.range(0, N, BLOCK_N):
+                c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
+                                                      stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
+                                                      COMPUTE_DTYPE, BF16_PAIRS)
+                x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
+                _store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
                           dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
                 if HAS_WEIGHT:
-                    dw_acc += tl.sum(_dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
+                    term = _dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS)
+                    _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N, tl.sum(term, axis=0))
                 if HAS_BIAS:
-                    db_acc += tl.sum(dy, axis=0)
-            else:
-                for start in tl.range(0, N, BLOCK_N):
-                    c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
-                                                          stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                          COMPUTE_DTYPE, BF16_PAIRS)
-                    x_hat, dh = _dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
-                    _store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
-                              dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
-                    if HAS_WEIGHT:
-                        term = _dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS)
-                        _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N, tl.sum(term, axis=0))
-                    if HAS_BIAS:
-                        _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
-                tl.debug_barrier()
+                    _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
+            tl.debug_barrier()
 
     if ONE_TILE:
         if HAS_WEIGHT:
