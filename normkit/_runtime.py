@@ -1,9 +1,9 @@
-"""Where kernels can run in this process.
+"""Where kernels execute in this process.
 
 Triton decides between compiled kernels and its CPU interpreter when a kernel is decorated, from
 TRITON_INTERPRET. normkit therefore imports its kernels lazily, at the first launch, so that a
 caller (or `python -m normkit` on a machine without a GPU) can still set TRITON_INTERPRET=1 after
-`import normkit`. From then on the mode is fixed: with the interpreter the Triton kernels run on
+`import normkit`. From then on the mode is fixed: with the interpreter the Triton kernels take
 CPU tensors (how CI tests them); otherwise CPU tensors take the plain-PyTorch path in
 `normkit.reference`.
 """
@@ -25,7 +25,7 @@ def kernels():
 
 
 def interpret() -> bool:
-    """True when the kernels run in Triton's interpreter (on CPU tensors)."""
+    """True when the kernels execute in Triton's interpreter (on CPU tensors)."""
     return HAS_TRITON and kernels().INTERPRETED
 
 

@@ -23,7 +23,8 @@ finer (a finer key costs one more normal launch, never a wrong kernel):
       divisibility attribute);
     - int: ``== 1`` (Triton turns it into the constexpr 1), otherwise the integer type
       (i32 in [-2³¹, 2³¹), i64 in [-2⁶³, 2⁶³), else u64) and ``% 16 == 0`` ("D");
-    - float (fp32, or the type the parameter is annotated with; value not specialised), bool (u1, not specialised), None (constexpr None).
+    - float (fp32, or the type the parameter is annotated with; value not specialised), bool (u1,
+      not specialised), None (constexpr None).
   Per-parameter settings (`do_not_specialize`, `do_not_specialize_on_alignment`, annotations)
   only *drop* value specialization, so this key stays at least as fine as Triton's for them.
   Anything else (numpy scalars, tuples, descriptors, tensor subclasses Triton may treat
@@ -78,7 +79,7 @@ _cache: Dict[Any, Any] = {}
 _lock = threading.Lock()  # only for the one-time lazy import below; compiled launches never take it
 # Triton's interpreter keeps global state per launch (the grid index, `triton.language` builtins
 # patched and restored around each launch), so two threads interpreting kernels at once corrupt
-# each other (tests/test_reliability.py): interpreted launches (CPU) run one at a time.
+# each other (tests/test_reliability.py): interpreted launches (CPU) take turns.
 _interpreter_lock = threading.Lock()
 
 _mode = os.environ.get("NORMKIT_FAST_LAUNCH", "1").strip().lower()

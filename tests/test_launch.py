@@ -250,7 +250,7 @@ def test_cycle_falls_back(fake_gpu, monkeypatch, case):
 def test_cycle_check_mode_compares_constexprs_by_type_and_value(fake_gpu, monkeypatch):
     """check mode re-binds every fast launch with Triton's binder. A constexpr the entry was filed
     with is the same argument as an equal one of the same type computed elsewhere (ints above 256
-    are new objects: device run ZR's false alarm, BLOCK_N = 1024 from two widths); another value
+    are new objects: a false alarm once seen on a GPU, BLOCK_N = 1024 from two widths); another value
     or type, or another tensor, is not."""
     import triton.runtime.jit as jit
 
@@ -504,7 +504,7 @@ def test_threads_launch_their_own_specializations():
 
 @gpu
 def test_check_mode_takes_an_equal_tile_computed_elsewhere():
-    """Device run ZR: a backward filed in the cache with one width's tile, then launched with an
+    """Seen on a GPU: a backward filed in the cache with one width's tile, then launched with an
     equal tile built from another width (BLOCK_N 1024, a new int object), failed check mode's
     argument comparison although Triton binds the same kernel and values."""
     from normkit import config as cfg
