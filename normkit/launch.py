@@ -63,6 +63,8 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from ._runtime import rounded_casts
+
 __all__ = ["launch", "launch_fitted", "set_mode", "get_mode", "clear_cache", "cache_size", "spec_key"]
 
 _Tensor = torch.Tensor
@@ -261,7 +263,7 @@ def _launch(fn, grid, grid_for, args, kwargs):
     if isinstance(fn, _InterpretedFunction):
         if grid_for is not None:
             grid = grid_for(None)
-        with _interpreter_lock:
+        with _interpreter_lock, rounded_casts():  # down-casts rounded as on the GPU (_runtime.rounded_casts)
             fn[grid](*args, **kwargs)
         return grid
     key = None

@@ -16,8 +16,8 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import (dependent_launch, interpret, kernels, multiprocessor_count, multiprocessor_limits,
-                       uses_triton)
+from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
+                       multiprocessor_limits, uses_triton)
 from .launch import launch, launch_fitted
 from .validation import stats_dtype
 
@@ -222,9 +222,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     # measured. Rows that re-read x for y (TileConfig.reload) and RMSNorm's column tiles set their own
     # policy (evict_last, then evict_first): docs/design.md#heuristics.
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
-    if x.dtype == torch.float64 and interpret():
-        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
-        # as float32): there, bf16 outputs of a float64 input are stored as float32 and rounded here.
+    if x.dtype == torch.float64 and interpret() and not interpreter_rounds_to_nearest():
+        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly, and where normkit cannot take over
+        # its casts (_runtime.rounded_casts), bf16 outputs of a float64 input are stored as float32 and rounded here.
         if out.dtype == torch.bfloat16:
             staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
             out = staged[-1][1]
