@@ -5,7 +5,8 @@ TRITON_INTERPRET. normkit therefore imports its kernels lazily, at the first lau
 caller (or `python -m normkit` on a machine without a GPU) can still set TRITON_INTERPRET=1 after
 `import normkit`. From then on the mode is fixed: with the interpreter the Triton kernels take
 CPU tensors (how CI tests them); otherwise CPU tensors take the plain-PyTorch path in
-`normkit.reference`.
+`normkit.reference`. Interpreted launches round their down-casts to 2-byte floats as the GPU does
+(`rounded_casts`, below).
 """
 
 import functools
@@ -80,7 +81,6 @@ def _cuda_multiprocessor_limits(index: int) -> tuple:
             getattr(props, "shared_memory_per_multiprocessor", 233472))
 
 
-
 # ---- The interpreter's down-casts (docs/design.md#cpu-path) -----------------------------------------
 # Triton 3.6's interpreter truncates float32 → bfloat16 (and mangles float64 → bfloat16, subnormals and
 # signalling NaNs); the GPU's cvt.rn rounds to nearest even. normkit's launches run with `cast_impl`
@@ -97,7 +97,7 @@ def bfloat16_bits(values):
 
     if values.dtype == np.float64:
         values = _round_to_odd_float32(values)
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = np.array(values, dtype=np.float32, order="C").view(np.uint32).astype(np.uint64)  # (0-d stays 0-d)
     nan = (bits & 0x7FFFFFFF) > 0x7F800000
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # + half an ulp, less one where the kept lsb is 0
     return np.where(nan, _CANONICAL_NAN, rounded).astype(np.uint16)
@@ -108,12 +108,12 @@ def _round_to_odd_float32(values):
     import numpy as np
 
     with np.errstate(over="ignore", invalid="ignore"):
-        nearest = values.astype(np.float32)
+        nearest = np.array(values, dtype=np.float32, order="C")
         back = nearest.astype(np.float64)
-    inexact = back != values  # (NaN stays NaN whatever its last bit)
-    bits = np.ascontiguousarray(nearest).view(np.uint32)
-    toward_zero = np.where(inexact & (np.abs(back) > np.abs(values)), bits - np.uint32(1), bits)
-    return (toward_zero | inexact.astype(np.uint32)).view(np.float32)
+        inexact = back != values  # (NaN stays NaN whatever its last bit)
+        bits = nearest.view(np.uint32)
+        toward_zero = np.where(inexact & (np.abs(back) > np.abs(values)), bits - np.uint32(1), bits)
+    return np.array(toward_zero | inexact.astype(np.uint32), dtype=np.uint32).view(np.float32)
 
 
 def float16_bits(values):
@@ -122,7 +122,7 @@ def float16_bits(values):
     import numpy as np
 
     with np.errstate(over="ignore", invalid="ignore"):
-        half = np.ascontiguousarray(values.astype(np.float16)).view(np.uint16)
+        half = np.array(values, dtype=np.float16, order="C").view(np.uint16)
     return np.where(np.isnan(values), _CANONICAL_NAN, half).astype(np.uint16)
 
 
@@ -159,8 +159,9 @@ def _interpreter_builder():
         builder = interpreter.interpreter_builder
         probe = interpreter.TensorHandle(np.array([1.00390625, 1.01171875, 1.0 + 2.0 ** -8 + 2.0 ** -20],
                                                   dtype=np.float32), tl.float32)
-        with _casts_replaced(builder):
-            out = builder.create_fp_trunc(probe, tl.bfloat16)
+        trial = type(builder)()  # a builder of its own: the probe patches nothing a launch may be using
+        with _casts_replaced(trial):
+            out = trial.create_fp_trunc(probe, tl.bfloat16)
         if out.dtype != tl.bfloat16 or np.asarray(out.data).view(np.uint16).tolist() != [0x3F80, 0x3F82, 0x3F81]:
             return None
         return builder
@@ -188,6 +189,8 @@ class _casts_replaced:
 
 
 class _Unchanged:
+    """`rounded_casts` where the interpreter's casts cannot be replaced: nothing happens."""
+
     def __enter__(self):
         return False
 
