@@ -16,8 +16,8 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import (dependent_launch, interpret, kernels, multiprocessor_count, multiprocessor_limits,
-                       uses_triton)
+from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
+                       multiprocessor_limits, uses_triton)
 from .launch import bind, launch, launch_fitted
 from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
@@ -192,9 +192,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
     weight, bias = _contiguous(weight), _contiguous(bias)
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
-    if x.dtype == torch.float64 and interpret():
-        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly (it reads the float64 bits
-        # as float32): there, bf16 outputs of a float64 input are stored as float32 and rounded here.
+    if x.dtype == torch.float64 and interpret() and not interpreter_rounds_to_nearest():
+        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly, and where normkit cannot take over
+        # its casts (_runtime.rounded_casts), bf16 outputs of a float64 input are stored as float32 and rounded here.
         if out.dtype == torch.bfloat16:
             staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
             out = staged[-1][1]
@@ -240,17 +240,15 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                  STORE_STATS=rstd is not None, COMPUTE_DTYPE=_compute_dtype(x),
                  X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
                  # LayerNorm has no offset: its forward drops the add (1 × 4096: 321 → 303 instructions
-                 # a thread, run ZS −0.7 µs); RMSNorm keeps it — without, ptxas gives its 1 × 8192 tile
-                 # 40 registers against 32 (3 programs an SM against 4: run ZS +1.7 µs).
+                 # a thread, −0.7 µs on an H200); RMSNorm keeps it — without, ptxas gives its 1 × 8192
+                 # tile 40 registers against 32 (3 programs an SM against 4: +1.7 µs).
                  HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0)
-    # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048. Run
-    # ZZD (A/B, 3 rounds, bf16, µs): LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192
-    # 133.8 → 133.0; RMSNorm ×2048 35.2 → 34.1, ×4096 68.1 → 67.8 — but the fused add ×4096 134.6 →
-    # 135.7, and run ZZF (A/B, 2 rounds) short rows: LayerNorm 524288×128 68.1 → 71.1, RMSNorm
-    # 66.8 → 68.1, ×256 +0.3 / +0.6. Those keep the default policy; 1024 was not measured. Since
-    # session 13 the rows that re-read x for y (TileConfig.reload: most whole rows of ≥ 4096) and
-    # RMSNorm's column tiles set their own (evict_last, then evict_first): STREAM is left to rows of
-    # 2048 and the whole rows that are not re-read.
+    # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048 (H200
+    # A/B, bf16, µs: LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192 133.8 → 133.0; RMSNorm
+    # ×2048 35.2 → 34.1, ×4096 68.1 → 67.8). The fused add (×4096 134.6 → 135.7) and short rows
+    # (524288×128: LayerNorm 68.1 → 71.1, RMSNorm 66.8 → 68.1) lost, so keep the default; 1024 was not
+    # measured. Rows that re-read x for y (TileConfig.reload) and RMSNorm's column tiles set their own
+    # policy (evict_last, then evict_first): docs/design.md#heuristics.
     ran = []  # (grid, args, kwargs, exchange slots) of the launch that ran: the plan
 
     def run(config: cfg.TileConfig) -> None:

@@ -44,6 +44,19 @@ def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> 
     return value
 
 
+def check_bool(name: str, value) -> bool:
+    """`value` as a Python bool: True or False, or a numpy bool (`numpy.True_`, unambiguous and common
+    in configs). Anything else, truthy or not ("no", 1, None, a 0-d tensor), raises TypeError: a
+    truthy string such as "no" would otherwise silently act as True."""
+    if isinstance(value, bool):
+        return value
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):  # numpy 1.x / 2.x name
+        return bool(value)
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise TypeError(f"{name} must be a bool (True or False), got {kind.__name__} {shown}")
+
+
 def check_eps(eps) -> float:
     return check_finite_float("eps", eps, minimum=0.0)
 

@@ -34,7 +34,7 @@ def test_bf16_pairs_upcast_is_elementwise(block, warps):
 
 def test_pairs_only_where_every_thread_holds_two_columns():
     # N = 1's tile leaves each thread one element: Triton refuses the packed asm there, so ops must not
-    # ask for BF16_PAIRS (the GPU run ZZZZZN found tests/test_ops.py's (1, 1) rows failing to compile)
+    # ask for BF16_PAIRS (on an H200, tests/test_ops.py's (1, 1) rows failed to compile with them)
     from normkit.config import TileConfig, holds_pairs
     assert not holds_pairs(TileConfig(1, 1, True))
     assert not holds_pairs(TileConfig(64, 128, True, num_warps=4))
@@ -44,7 +44,7 @@ def test_pairs_only_where_every_thread_holds_two_columns():
 
 
 def test_pairs_where_they_won():
-    # run ZZZZZN: the forward's split parts and column tiles, the backward's whole rows and column tiles
+    # H200 A/Bs: the forward's split parts and column tiles, the backward's whole rows and column tiles
     from normkit.config import TileConfig, takes_pairs
     whole, split, columns = TileConfig(2, 4096, True, 8), TileConfig(1, 2048, True, 4, split=True), \
         TileConfig(2, 2048, False, 4)

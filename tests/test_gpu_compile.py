@@ -1,4 +1,4 @@
-"""The kernels compile for the GPU (sm_90) even where tests run in the interpreter.
+"""The kernels compile for the GPU (sm_90) even where tests use the interpreter.
 
 Triton's compiler and its bundled ptxas run without a GPU, so CI (CPU only) still catches kernel
 code that the interpreter accepts but the GPU compiler rejects. `tools/compile_check.py` compiles a
@@ -48,8 +48,8 @@ def test_every_kernel_family_compiles_for_sm90():
     # finisher and a backward with programmatic dependent launch = 2; the whole-row sets' one-row tile
     # with joined row sums (saved/recomputed) = 6, and with loads staged in shared memory = 6; their
     # forward re-reading the row for y = 3; split parts staging their loads, the wait spinning in PTX
-    # (design change 30: backward saved/recomputed, forward re-reading the previous row block) = 9, the
-    # forward's holding it (session 25) = 3
+    # (backward saved/recomputed, forward re-reading the previous row block) = 9, the forward's holding
+    # it = 3
     assert out.stdout.count("ok    ") == 75 and "FAIL" not in out.stdout, out.stdout
     assert out.stdout.count(" reload ") == 6 and out.stdout.count(" centered-pass ") == 1, out.stdout
     assert out.stdout.count(" async-stages ") == 6, out.stdout
@@ -118,13 +118,13 @@ def test_ptx_stats_compiles_the_forward_as_launched():
 
 
 def test_mixed_dtype_forward_takes_one_layout():
-    """Design change 26 (kernels/forward.py _lanes, run ZZZZN-ZZZZO): where x's and y's element sizes
+    """kernels/forward.py's _lanes: where x's and y's element sizes
     differ (bf16 x, fp32 y) every load and store of the forward takes the layout of the widest one's
     16-byte vectors, so no tile converts layouts through shared memory between them (before: 4-16 KB of
     shared memory and 8 more bar.sync a tile: RMSNorm's whole row of 16384 10 bar.sync, its split parts
     11). An fp32 residual beside bf16 x and y takes it in the split parts (the fused add's rows of
     65536); the whole rows keep converting it (the 4-element runs lost there: 216 against 199 µs).
-    Since design change 30 those parts stage their loads in shared memory (cp.async): there the fp32
+    Those parts stage their loads in shared memory (cp.async): there the fp32
     residual adds no barrier to the bf16 residual's parts and nothing spills."""
     lines = []
     for family, widths, extra in (("rms", "16384,131072", ["--out-dtype", "fp32"]),
@@ -141,11 +141,11 @@ def test_mixed_dtype_forward_takes_one_layout():
 
 
 def test_recomputing_split_parts_join_their_statistics_sum():
-    """Design change 29 (run ZZZZZB): the recomputing backward's split parts reduce Σh (LayerNorm) / Σh²
+    """The recomputing backward's split parts reduce Σh (LayerNorm) / Σh²
     (RMSNorm) in the tree of Σ(g·h) / Σg — three bar.sync fewer a row block — where
     `config.joins_stats` says so: LayerNorm's parts, RMSNorm's whose threads hold ≤ 16 elements (not a
-    1 × 4096 part on 4 warps — the prefetching one at 16384 lost 7 % joined; since session 35 the staged
-    one at 131072); JOIN_STATS=0 gives the separate reduction back."""
+    1 × 4096 part on 4 warps — the prefetching one at 16384 lost 7 % joined, and the staged one at
+    131072); JOIN_STATS=0 gives the separate reduction back."""
     joined = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,131072", "--recompute")[1]
     apart = _ptx_stats("bwd", "--families", "layer_norm,rms", "--widths", "16384,131072", "--recompute",
                        "--flags", "JOIN_STATS=0")[1]
@@ -206,7 +206,7 @@ for arch in (75, 80):
 
 
 def test_staged_split_parts_compile_for_older_gpus():
-    """Design change 30's staged split parts (the wait spinning in inline PTX: ld.relaxed.gpu and
+    """The staged split parts (the wait spinning in inline PTX: ld.relaxed.gpu and
     nanosleep, sm_70+) build for sm_75 — no cp.async there, so the loop runs its loads as written,
     still spinning — and for sm_80 (staged); the fused add's backward and forward parts."""
     out = subprocess.run([sys.executable, "-c", _OLDER_GPUS], cwd=ROOT, env=_compiler_env(), capture_output=True,
@@ -223,8 +223,8 @@ def test_staged_split_parts_compile_for_older_gpus():
 def test_split_exchange_sends_and_awaits_only_what_is_read():
     """The split parts' exchange a row block (tools/ptx_stats.py, sm_90): the backward sends Σ(g·h) and,
     for LayerNorm, Σg, and a part awaits LayerNorm's two words in ONE spin wait (both loads in
-    flight: one L2 round trip, design change 32); the forward sends only its statistics (RMSNorm's Σh²,
-    LayerNorm's mean and M2), none of the backward's sums (which it sent as zeros until session 26)."""
+    flight: one L2 round trip); the forward sends only its statistics (RMSNorm's Σh²,
+    LayerNorm's mean and M2), none of the backward's sums (it once sent them as zeros)."""
     expected = {("bwd", "layer_norm"): (2, 1, 2), ("bwd", "rms"): (1, 1, 1), ("bwd", "fused_add"): (1, 1, 1),
                 ("fwd", "fused_add"): (1, 1, 1), ("fwd", "rms"): (1, 1, 1), ("fwd", "layer_norm"): (2, 1, 2)}
     for kind in ("bwd", "fwd"):
@@ -241,8 +241,8 @@ def test_split_exchange_sends_and_awaits_only_what_is_read():
 def test_split_parts_wait_by_spinning_for_everything_at_once():
     """No split part waits in a poll loop (a count of late words reduced across lanes, read again while
     any is late: each of a warp's lane groups counted its own replica of the slot and could decide alone,
-    splitting the warp inside shfl.sync — the cluster exchange's hang, run ZZZZZS; main's forward parts
-    and the backward's prefetching ones until session 35). Every part spins in PTX, and in ONE wait for
+    splitting the warp inside shfl.sync — a hang seen on an H200; docs/design.md#tried-and-rejected).
+    Every part spins in PTX, and in ONE wait for
     all the words it reads (tools/ptx_stats.py, sm_90): the forward's (RMSNorm's Σh², LayerNorm's M2 and
     mean), the backward's with saved statistics (Σ(g·h), LayerNorm's Σg) and recomputing them (those with
     the statistics: RMSNorm 2 words, LayerNorm 4) — the parts that do not stage their loads as well
@@ -282,9 +282,9 @@ for family, recompute in (("rms", False), ("fused_add", False), ("layer_norm", F
 
 
 def test_rms_split_parts_load_rstd_outside_the_pipeliner():
-    """Design change 38 (sm_90 PTX): RMSNorm's and the fused add's staged split parts read the saved rstd
+    """sm_90 PTX: RMSNorm's and the fused add's staged split parts read the saved rstd
     with stats.load_row_stat (a predicated ld.global.nc.f32), not through the pipeliner's shared-memory
-    stages and their bar.sync; LayerNorm's (whose mean and rstd so lost 5-16 %, run ZZZZZQ) keep the
+    stages and their bar.sync; LayerNorm's (whose mean and rstd so lost 5-16 %, H200) keep the
     tl.load, and recomputing parts load no statistic."""
     out = subprocess.run([sys.executable, "-c", _STAT_LOADS], cwd=ROOT, env=_compiler_env(), capture_output=True,
                          text=True, timeout=600)

@@ -127,3 +127,34 @@ def test_module_bad_input(device):
         norm(torch.randn(2, 4, device=device))
     with pytest.raises(TypeError, match=r"x must have a floating dtype"):
         norm(torch.ones(2, 8, dtype=torch.int64, device=device))
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_check_bool_takes_bools(value):
+    from normkit.validation import check_bool
+
+    assert check_bool("prenorm", value) is value
+
+
+def test_check_bool_takes_numpy_bools():
+    np = pytest.importorskip("numpy")
+    from normkit.validation import check_bool
+
+    assert check_bool("store_rstd", np.True_) is True and check_bool("store_rstd", np.bool_(False)) is False
+
+
+@pytest.mark.parametrize("name,value,given", [
+    ("prenorm", "no", r"str 'no'"),  # truthy: would have acted as True
+    ("prenorm", "", r"str ''"),
+    ("store_rstd", 1, r"int 1"),
+    ("has_bias", 0, r"int 0"),
+    ("has_residual", None, r"NoneType None"),
+    ("has_bias", 1.0, r"float 1.0"),
+    ("store_rstd", torch.tensor(True), r"Tensor tensor\(True\)"),
+    ("prenorm", "x" * 100, r"str 'x{36}\.\.\."),  # long values cut short
+])
+def test_check_bool_rejects_everything_else(name, value, given):
+    from normkit.validation import check_bool
+
+    with pytest.raises(TypeError, match=rf"^{name} must be a bool \(True or False\), got {given}$"):
+        check_bool(name, value)

@@ -3,6 +3,10 @@
 One forward family (`norm_fwd_kernel`), one backward family (`norm_bwd_kernel`) and the
 deterministic finisher that sums per-program parameter-gradient partials (`sum_partials_kernel`).
 Features are ``tl.constexpr`` flags of these kernels, never sibling copies.
+
+forward.py and backward.py hold the kernels and their math; backward_split.py the backward's split-row
+path and backward_tiles.py the pieces its two paths share; stats.py the statistics and the split parts'
+exchange; convert.py the upcasts; reduce.py the finisher.
 """
 
 from triton.runtime.interpreter import InterpretedFunction

@@ -7,7 +7,7 @@ a thread spent a row block in LayerNorm's bf16 1 × 2048 backward split part, an
 is read a second time). `upcast` with BF16_PAIRS takes the register whole: the low element shifted up,
 the high one masked.
 
-Where ops asks for it (run ZZZZZN, A/Bs on an H200): the forward's split parts and column tiles
+Where ops asks for it (A/Bs on an H200): the forward's split parts and column tiles
 (LayerNorm bf16 8192×32768 318.0 → 306.4 µs, 2048×131072 326.1 → 315.8; its whole rows spilled with
 it) and the backward's whole rows (−0.6 to −0.8 %). Not the backward's split parts: there the pairs
 lost 0.5-1.3 % (RMSNorm 2048×131072 431.9 → 437.5) though their loop shrank 423 → 414 instructions.

@@ -26,7 +26,7 @@ with Chan's formula, stable for large means), once to write y (re-reading x and 
 second pass mostly hits L2; RMSNorm asks L2 to keep the first pass's reads, evict_last, and to drop
 the second's, evict_first; COLUMN_STAGES stages the first pass's loads in shared memory, cp.async);
 the output pass walks the tiles backwards (a snake): it starts on the tiles read last, the likeliest
-still in L2 when the rows in flight outgrow it (run ZZZZK: RMSNorm bf16 2048×131072 373 → 349 µs);
+still in L2 when the rows in flight outgrow it (H200: RMSNorm bf16 2048×131072 373 → 349 µs);
 the three-read tiles keep tile order.
 LayerNorm's column tiles with CENTERED_PASS read the row three times, as torch.compile's looped
 reduction does: per-lane Σh, then per-lane Σ(h − mean)² (the two-pass variance, exact as the whole
@@ -120,7 +120,7 @@ def _lanes(X, Y, RESIDUAL, RESIDUAL_OUT, HAS_RESIDUAL: tl.constexpr, STORE_RESID
     thread) it converts the values' layout through shared memory between them (ptxas, sm_90: 4-16 KB
     and 8 more bar.sync a tile). Capped at the widest element's run, every load and store takes the
     same layout. The whole-row and column tiles pass HAS_RESIDUAL = STORE_RESIDUAL_OUT = False (x and y
-    only): an fp32 residual beside bf16 x and y in 4-element runs lost there (run ZZZZN, fused add
+    only): an fp32 residual beside bf16 x and y in 4-element runs lost there (H200, fused add
     4096×16384: 216.3 µs against 199.6 converting) and won in the split parts (4096×65536: 978.9
     against 1071.8)."""
     X_BITS: tl.constexpr = X.dtype.element_ty.primitive_bitwidth
@@ -146,12 +146,11 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
                 SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr, BF16_PAIRS: tl.constexpr = False,
                 HOLD_WEIGHT: tl.constexpr = False):
-    """Split rows (SPLIT > 1): the backward's exchange (kernels/backward.py, stats.publish_row_sums)
+    """Split rows (SPLIT > 1): the backward's exchange (kernels/backward_split.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
     (+ residual), stored as residual_out), publishes its Σh² (RMSNorm) or local mean and M2
-    (LayerNorm) — only those: not the backward's Σ(g·h) and Σg, which it sent as zeros and (staged)
-    awaited one after the other until design change 32 — then waits for block t − 1's sums from
+    (LayerNorm) — only those, not the backward's Σ(g·h) and Σg — then waits for block t − 1's sums from
     every part (LayerNorm's two at once when staged), merges them in one fixed order
     and writes y for block t − 1 from its columns read again (RELOAD: from L2, where iteration t − 1
     left them, nothing held in registers across iterations) or held in registers since iteration
@@ -159,8 +158,8 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
     part's columns of the weight and bias are loaded once, before the row loop, and held in registers as
     loaded (2-byte: converted at each use, convert.upcast_held, not held as float32):
     read again every row block they are L2 traffic as large as x's (the split forward is bound by its
-    L2 traffic: run ZZZZZZB). Part 0 stores mean and rstd. Every program must be resident at once (the
-    launcher's grid: one program an SM)."""
+    L2 traffic, docs/design.md#split-rows). Part 0 stores mean and rstd. Every program must be
+    resident at once (the launcher's grid: one program an SM)."""
     parts = tl.cdiv(N, BLOCK_N)
     pid = tl.program_id(0)
     part = pid % parts
@@ -250,9 +249,14 @@ def norm_fwd_kernel(
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
     HOLD_WEIGHT: tl.constexpr = False,  # SPLIT > 1: the part's weight and bias loaded once, held across row blocks
 ):
+    """BLOCK_M rows of the forward (the module docstring's math, docs/design.md#kernel-family)::
+
+        h = x (+ residual)    ĥ = (h − mean)·rstd    y = ĥ·(w + weight_offset) + b
+
+    storing y and, as asked, residual_out = h, mean and rstd (rstd = 1/√(Σ(h − mean)²/N + eps))."""
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
-    # them. Run ZZO's A/B: RMSNorm 4096×65536 358.6 → 309.0 µs, 2048×131072 396.3 → 375.1; LayerNorm
+    # them. H200 A/B: RMSNorm 4096×65536 358.6 → 309.0 µs, 2048×131072 396.3 → 375.1; LayerNorm
     # mixed (4096×65536 +8.2, 2048×131072 −8.1), so it keeps the default policy.
     COLUMN_KEEP: tl.constexpr = "evict_last" if IS_RMS_NORM or CENTERED_PASS else ""
     COLUMN_DROP: tl.constexpr = "evict_first" if IS_RMS_NORM or CENTERED_PASS else ""
@@ -332,7 +336,7 @@ def norm_fwd_kernel(
                     HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, BF16_PAIRS)
         tl.store(Y + y_rows + cols[None, :], y, mask=mask, eviction_policy="evict_first" if RELOAD else EVICTION)
     elif CENTERED:  # three reads: tile order, the loop counting columns (counting tiles, as below, the
-        # kernel takes 50 registers, not 40: two programs an SM, not three; 8192×32768 317 → 356 µs, run ZZZZK)
+        # kernel takes 50 registers, not 40: two programs an SM, not three; 8192×32768 317 → 356 µs, H200)
         for start in tl.range(0, N, BLOCK_N):
             _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask, start + cols, N,
                          stride_x_col, stride_res_col, mean, rstd, weight_offset, HAS_RESIDUAL, HAS_WEIGHT,

@@ -29,6 +29,9 @@ def sum_partials_kernel(
     BLOCK_N: tl.constexpr,
     USE_PDL: tl.constexpr = False,
 ):
+    """OUT[n] = Σ_{p < G} PARTIAL[0, p, n] (dweight, or dbias without a weight) and, with a second
+    grid column, OUT2[n] = Σ_{p < G} PARTIAL[1, p, n] (dbias), added BLOCK_G rows at a time in a fixed
+    order (docs/design.md#finisher)."""
     if USE_PDL:
         gdc_wait()
     which = tl.program_id(1)

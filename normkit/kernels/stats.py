@@ -84,7 +84,7 @@ def _await_word(ptr, tag, enabled):
     """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0), each lane
     spinning on relaxed loads in PTX on its own: the kernel's IR has no loop and no block-wide
     count of late words (labels in a PTX block are local to it, so each copy has its own). 64 ns
-    of nanosleep (sm_70+) between reads: run ZZZZZC `sleep`, 0-200 ns alike, 600 ns up to 6 % slower."""
+    of nanosleep (sm_70+) between reads: 0-200 ns timed alike on an H200, 600 ns up to 6 % slower."""
     return tl.inline_asm_elementwise(_SPIN_ONE, "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64, is_pure=False,
                                      pack=1)
 
@@ -92,10 +92,10 @@ def _await_word(ptr, tag, enabled):
 @triton.jit
 def load_row_stat(ptr, mask):
     """A saved float32 statistic of each row (RMSNorm's split parts' rstd: LayerNorm's mean and rstd so
-    read lost 5-16 %, design change 38), 0.0 where `mask` is off, read with
-    `ld.global.nc` in inline PTX: no tl.load, so Triton's software pipeliner leaves it out of the
-    staged row loop's shared-memory stages (where it cost a bar.sync of its own every row block: the
-    staged split parts' largest barrier stall, run ZZZZZP's source counters). GPU only."""
+    read lost 5-16 %), 0.0 where `mask` is off, read with `ld.global.nc` in inline PTX: no tl.load,
+    so Triton's software pipeliner leaves it out of the staged row loop's shared-memory stages (where
+    it cost a bar.sync of its own every row block: the staged split parts' largest barrier stall in
+    Nsight Compute's source counters). GPU only."""
     tl.static_assert(ptr.dtype.element_ty == tl.float32, "load_row_stat reads float32 statistics")
     return tl.inline_asm_elementwise(
         """{
@@ -113,7 +113,7 @@ def _await_two_words(ptr, other, tag, enabled):
     """`_await_word` for the words at ptr and at other at once (the pair of each lane): both loads in
     flight each round, so one L2 round trip, not two in a row, once both have arrived — LayerNorm's
     Σ(g·h) and Σg (backward), its M2 and mean (forward), the recomputing RMSNorm's Σ(g·h) and Σh², a
-    float64's two halves. Design change 32."""
+    float64's two halves."""
     return tl.inline_asm_elementwise(_SPIN_TWO, "=l,=l,l,l,r,r", [ptr, other, tag, enabled],
                                      dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
 
@@ -159,7 +159,7 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
     round's: no counter, no fence (a release would wait for the prefetched loads in flight).
     Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k = min(N − k·BLOCK_N,
     BLOCK_N) columns (RMSNorm: s₂ = Σh²) — n_k counted from N, not reduced from the mask (one block
-    reduction fewer a part: design change 27); `await_row_sums` merges them. Without SUM_G, Σg is
+    reduction fewer a part); `await_row_sums` merges them. Without SUM_G, Σg is
     neither sent nor awaited (RMSNorm's backward: its dh has no Σg term); without SUM_GH neither is
     Σ(g·h) (the forward: it has no dy, and sends only its statistics). sum_h: the part's Σh
     (LayerNorm) or Σh² (RMSNorm) where the caller reduced it already (the backward, in the tree of
@@ -231,9 +231,9 @@ def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.
     """The (SPLIT, BLOCK_M) tiles of a slot's four quantities (unused ones 0) once every word read is
     this round's. Everything a part reads is awaited in ONE wait, all its loads in flight: one L2 round
     trip a row block (two for float64's recomputing LayerNorm backward), where waits one after another
-    took one each — run ZZZZZF: LayerNorm bf16 4096×16384's backward, Σ(g·h) and Σg together, 130.5 →
-    117.5 µs; run ZZZZZW: the recomputing backward's Σ(g·h) (and Σg) with the statistics, RMSNorm bf16
-    2048×131072 613.6 (ZZZZZV, two waits) → 528.3 µs."""
+    took one each (H200): LayerNorm bf16 4096×16384's backward, Σ(g·h) and Σg together, 130.5 →
+    117.5 µs; the recomputing backward's Σ(g·h) (and Σg) with the statistics, RMSNorm bf16
+    2048×131072 613.6 (two waits) → 528.3 µs."""
     gh = slot
     g = slot + 2 * SPAN
     m1 = slot + 4 * SPAN  # LayerNorm's local mean
@@ -272,8 +272,8 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros).
     The wait: each lane spins on its own words in PTX (`_await_word`, `_await_slot`: all of them in one wait) —
     no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late words reduced
-    across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (the poll loop
-    that waited here until session 35: RELIABILITY "Session 34"). SUM_G / SUM_GH: as `publish_row_sums` sent
+    across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (what a poll loop
+    here once did: docs/design.md#tried-and-rejected). SUM_G / SUM_GH: as `publish_row_sums` sent
     them (Σg / Σ(g·h) 0 without)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
