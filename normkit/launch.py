@@ -35,6 +35,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ._runtime import rounded_casts
+
 __all__ = ["launch", "launch_fitted", "bind", "set_mode", "get_mode", "enabled"]
 
 _Tensor = torch.Tensor
@@ -110,13 +112,18 @@ def _load_triton() -> None:
         _loaded = True
 
 
+def _interpreted(fn, grid, args, kwargs) -> None:
+    """One interpreted launch: one at a time, its down-casts rounded as on the GPU (_runtime.rounded_casts)."""
+    with _interpreter_lock, rounded_casts():
+        fn[grid](*args, **kwargs)
+
+
 def launch(fn, grid, *args, **kwargs) -> None:
     """``fn[grid](*args, **kwargs)`` (interpreted launches one at a time)."""
     if not _loaded:
         _load_triton()
     if isinstance(fn, _InterpretedFunction):
-        with _interpreter_lock:
-            fn[grid](*args, **kwargs)
+        _interpreted(fn, grid, args, kwargs)
         return
     fn[grid](*args, **kwargs)
 
@@ -131,8 +138,7 @@ def launch_fitted(fn, grid_for: Callable[[Any], tuple], *args, **kwargs) -> tupl
         _load_triton()
     if isinstance(fn, _InterpretedFunction):
         grid = grid_for(None)
-        with _interpreter_lock:
-            fn[grid](*args, **kwargs)
+        _interpreted(fn, grid, args, kwargs)
         return grid
     kernel = fn.warmup(*args, grid=(1,), **kwargs)  # compiles (or finds) the kernel, launches nothing
     if _CompiledKernel is not None and isinstance(kernel, _CompiledKernel):
@@ -170,8 +176,7 @@ def _bind_normal(fn, grid, kwargs):
 
     def go(*args) -> None:
         if interpreted:
-            with _interpreter_lock:
-                fn[grid](*args, **kwargs)
+            _interpreted(fn, grid, args, kwargs)
         else:
             fn[grid](*args, **kwargs)
 
