@@ -2,7 +2,8 @@
 
 They accept x of shape (..., N) with weight/bias of shape (N,) or per-head (H, N) for x of shape
 (..., H, N), validate, flatten to (M, N) and call the ops. None marks what was not produced.
-`backend(device)` and `runtime_info()` say which implementation those calls run here.
+All take `casting_mode` ("fp32" or "llama", as `normkit.rms_norm`). `backend(device)`,
+`runtime_info()` and `multiprocessors(device)` say which implementation those calls run here.
 """
 
 from typing import Dict, Optional, Tuple, Union
@@ -14,35 +15,43 @@ from . import _runtime, ops, validation
 Tensor = torch.Tensor
 
 
+def _x_hat_dtype(x, casting_mode):
+    """Where x̂ is rounded before the weight: x's dtype in "llama" casting (docs/design.md#casting)."""
+    validation.check_casting_mode(casting_mode)
+    return x.dtype if casting_mode == "llama" else None
+
+
 def _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_stats, weight_offset,
-              is_rms_norm):
+              is_rms_norm, casting_mode):
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                out_dtype=out_dtype, residual_dtype=residual_dtype)
-    n = x.shape[-1]
+    store_stats = validation.check_bool("store_rstd", store_stats)
+    options = dict(eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, store_stats=store_stats,
+                   out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=_x_hat_dtype(x, casting_mode))
     if x.dim() == 2:  # already (M, N): no reshape in, no view out (host time)
-        out, residual_out, mean, rstd = ops.norm_fwd(
-            x, weight, bias, residual, eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm,
-            store_stats=bool(store_stats), out_dtype=out_dtype, residual_dtype=residual_dtype)
+        out, residual_out, mean, rstd = ops.norm_fwd(x, weight, bias, residual, **options)
         return out, x if residual_out is None else residual_out, mean, rstd
+    n = x.shape[-1]
     out, residual_out, mean, rstd = ops.norm_fwd(
-        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n),
-        eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm,
-        store_stats=bool(store_stats), out_dtype=out_dtype, residual_dtype=residual_dtype)
+        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n), **options)
     residual_out = x if residual_out is None else residual_out.view(x.shape)
     return out.view(x.shape), residual_out, mean, rstd
 
 
 def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, weight_offset, eps,
-              is_rms_norm):
+              is_rms_norm, casting_mode):
     eps = validation.check_bwd(x, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out,
                                eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+    has_bias = validation.check_bool("has_bias", has_bias)
+    has_residual = validation.check_bool("has_residual", has_residual)
     n = x.shape[-1]
     two_d = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     flat = lambda t: t if t is None or two_d else t.reshape(-1, n)  # noqa: E731
     bias_dtype = (weight.dtype if weight is not None else x.dtype) if has_bias else None
     dx, dweight, dbias = ops.norm_bwd(
         flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
-        bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm)
+        bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps,
+        weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, x_hat_dtype=_x_hat_dtype(x, casting_mode))
     if not two_d:
         dx = dx.view(x.shape)
     # h = x + residual: both get the same gradient, returned as the same tensor, not written twice.
@@ -52,7 +61,7 @@ def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual
 def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                  residual: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None,
                  residual_dtype: Optional[torch.dtype] = None, eps: float = 1e-6,
-                 store_rstd: bool = False, weight_offset: float = 0.0
+                 store_rstd: bool = False, weight_offset: float = 0.0, casting_mode: str = "fp32"
                  ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
     """RMSNorm forward: returns (out, residual_out, rstd).
 
@@ -62,13 +71,13 @@ def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tens
     (float64 for float64 x) when `store_rstd`, else None.
     """
     out, residual_out, _, rstd = _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps,
-                                           store_rstd, weight_offset, True)
+                                           store_rstd, weight_offset, True, casting_mode)
     return out, residual_out, rstd
 
 
 def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor] = None,
                  dresidual_out: Optional[Tensor] = None, has_bias: bool = False, has_residual: bool = False,
-                 weight_offset: float = 0.0, eps: float = 1e-6
+                 weight_offset: float = 0.0, eps: float = 1e-6, casting_mode: str = "fp32"
                  ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """RMSNorm backward: returns (dx, dweight, dbias, dresidual).
 
@@ -76,33 +85,38 @@ def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Option
     inside the kernel (nothing saved from the forward). dresidual_out, the gradient arriving on
     residual_out, is added to dx; with `has_residual` dresidual is dx itself. dweight and dbias
     come in weight's dtype (x's without weight), accumulated in fp32; None where not asked for.
+    casting_mode "llama" gives the gradients of the forward with that casting (dweight sums
+    dy·round(x̂)).
     """
     return _norm_bwd(x, weight, dout, None, rstd, dresidual_out, has_bias, has_residual, weight_offset,
-                     eps, True)
+                     eps, True, casting_mode)
 
 
 def layer_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                    residual: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None,
                    residual_dtype: Optional[torch.dtype] = None, eps: float = 1e-5,
-                   store_rstd: bool = False
+                   store_rstd: bool = False, casting_mode: str = "fp32"
                    ) -> Tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
     """LayerNorm forward: returns (out, residual_out, mean, rstd).
 
     out = (h − mean)·rstd·weight + bias with h = x + residual; mean and rstd (float32 (M,)) are
     returned when `store_rstd`, else None.
     """
-    return _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_rstd, 0.0, False)
+    return _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_rstd, 0.0, False,
+                     casting_mode)
 
 
 def layer_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor] = None,
                    rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
-                   has_bias: bool = False, has_residual: bool = False, eps: float = 1e-5
+                   has_bias: bool = False, has_residual: bool = False, eps: float = 1e-5,
+                   casting_mode: str = "fp32"
                    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """LayerNorm backward: returns (dx, dweight, dbias, dresidual); None statistics are recomputed.
 
     dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dout·weight (+ dresidual_out).
     """
-    return _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, 0.0, eps, False)
+    return _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, 0.0, eps, False,
+                     casting_mode)
 
 
 # ----------------------------------------------------------------------------- where calls run
@@ -141,3 +155,25 @@ def runtime_info() -> Dict[str, Optional[str]]:
     return {"normkit": __version__, "torch": torch.__version__, "triton": triton_version,
             "cuda_device": torch.cuda.get_device_name() if on_gpu else None,
             "cpu_backend": backend("cpu"), "cuda_backend": backend("cuda") if on_gpu else None}
+
+
+def multiprocessors(device: Union[torch.device, str]) -> int:
+    """The multiprocessor count the launch heuristics size grids with on `device` (a CUDA device's
+    SM count; 4 in Triton's interpreter, whose programs run one after another)."""
+    return _runtime.multiprocessor_count(torch.device(device))
+
+
+def tile_config(n: int, backward: bool, interpret: bool, **scenario):
+    """The launch heuristics' pick for rows of length `n` (`normkit.config.tile_config`; `scenario`:
+    heads, multiprocessors, residual, layer_norm, element_size, vector_aligned, out_element_size,
+    recompute, residual_element_size). For reports and tools that say which kernel path a shape takes."""
+    from . import config
+
+    return config.tile_config(n, backward, interpret, **scenario)
+
+
+def may_stage(n: int, element_size: int) -> bool:
+    """Whether the backward's pick for rows of `n` may depend on 16-byte vector alignment."""
+    from . import config
+
+    return config.may_stage(n, element_size)

@@ -3,9 +3,9 @@
 Every case runs normkit's kernels and compares them with `normkit.reference` run on float64
 copies of the inputs (relative Frobenius error, see `normkit.bench.inputs`):
 
-  y, rstd          the forward op, storing the statistics (`normkit.ops.norm_fwd`: what
-                   rms_norm_fwd / layer_norm_fwd call after validating and flattening)
-  dx, dweight      the backward op with the saved statistics (`normkit.ops.norm_bwd`)
+  y, rstd          the forward, storing the statistics (`normkit.lowlevel.rms_norm_fwd` /
+                   `layer_norm_fwd`)
+  dx, dweight      the backward with the saved statistics (`rms_norm_bwd` / `layer_norm_bwd`)
   dx*, dweight*    the backward op recomputing them in the kernel
   autograd         rms_norm / layer_norm + torch.autograd.grad: the worst of its outputs and gradients
 
@@ -55,7 +55,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from . import _runtime, lowlevel
+from . import lowlevel
 from .bench import output, precompile
 from .bench.cases import Case, representative
 from .bench.inputs import float64_errors, make_inputs
@@ -102,7 +102,7 @@ def selected(on_gpu: bool, quick: bool, full: bool) -> List[Tuple[int, Case, tor
     picked = cases
     if not full:
         device = torch.device("cuda" if on_gpu else "cpu")
-        picked = representative(cases, interpret=not on_gpu, multiprocessors=_runtime.multiprocessor_count(device))
+        picked = representative(cases, interpret=not on_gpu, multiprocessors=lowlevel.multiprocessors(device))
     return [(seed, case, dtype) for seed, (case, dtype) in enumerate(cases) if (case, dtype) in picked]
 
 
@@ -133,19 +133,23 @@ def run_case(case: Case, dtype: torch.dtype, t: Dict[str, Optional[torch.Tensor]
     gradient of x and of the residual alike.
     """
     import normkit
-    from . import ops
 
     x, weight, bias, residual, dy = t["x"], t["weight"], t["bias"], t["residual"], t["dy"]
-    n = x.shape[-1]
-    flat = lambda u: None if u is None else u.reshape(-1, n)  # noqa: E731
-    options = dict(eps=EPS, weight_offset=case.weight_offset, is_rms_norm=case.is_rms_norm,
-                   x_hat_dtype=dtype if case.has("llama") else None)
-    y, residual_out, mean, rstd = ops.norm_fwd(flat(x), weight, bias, flat(residual), store_stats=True, **options)
-    h = flat(x) if residual_out is None else residual_out
-    gradients = dict(dresidual_out=flat(t["dresidual_out"]), bias_shape=None if bias is None else list(bias.shape),
-                     bias_dtype=None if bias is None else bias.dtype, **options)
-    dx, dweight, dbias = ops.norm_bwd(h, weight, flat(dy), mean=mean, rstd=rstd, **gradients)
-    dx_r, dweight_r, dbias_r = ops.norm_bwd(h, weight, flat(dy), **gradients)
+    casting = "llama" if case.has("llama") else "fp32"
+    if case.is_rms_norm:
+        y, residual_out, rstd = lowlevel.rms_norm_fwd(x, weight, bias, residual, eps=EPS, store_rstd=True,
+                                                      weight_offset=case.weight_offset, casting_mode=casting)
+        mean, stats = None, {"weight_offset": case.weight_offset}
+        backward = lowlevel.rms_norm_bwd
+    else:
+        y, residual_out, mean, rstd = lowlevel.layer_norm_fwd(x, weight, bias, residual, eps=EPS,
+                                                              store_rstd=True, casting_mode=casting)
+        stats, backward = {"mean": mean}, lowlevel.layer_norm_bwd
+    h = residual_out  # (x itself without a residual)
+    gradients = dict(dresidual_out=t["dresidual_out"], has_bias=bias is not None, eps=EPS, casting_mode=casting)
+    dx, dweight, dbias, _ = backward(h, weight, dy, rstd=rstd, **stats, **gradients)
+    no_stats = {k: v for k, v in stats.items() if k != "mean"}
+    dx_r, dweight_r, dbias_r, _ = backward(h, weight, dy, **no_stats, **gradients)
     outputs = {"y": ("y", y), "rstd": ("rstd", rstd), "dx": ("dx", dx), "dx*": ("dx", dx_r)}
     if residual is not None:
         outputs["residual_out"] = ("residual_out", residual_out)

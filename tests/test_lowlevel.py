@@ -52,3 +52,35 @@ def test_backend_follows_the_interpreter_and_triton(interpret, hide_triton, expe
     backend, triton_version = _in_fresh_process(code, interpret, hide_triton).split()
     assert backend == expected
     assert (triton_version == "None") == hide_triton
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda x, w, dy: normkit.rms_norm_fwd(x, w, store_rstd="no"), "store_rstd"),
+    (lambda x, w, dy: normkit.layer_norm_fwd(x, w, store_rstd=1), "store_rstd"),
+    (lambda x, w, dy: normkit.rms_norm_bwd(x, w, dy, has_bias="yes"), "has_bias"),
+    (lambda x, w, dy: normkit.layer_norm_bwd(x, w, dy, has_residual=None), "has_residual"),
+])
+def test_bool_arguments_take_bools_only(call, name, device):
+    """A truthy string or an int is not a bool: it used to act as True, silently."""
+    x, w = torch.randn(2, 8, device=device), torch.rand(8, device=device)
+    with pytest.raises(TypeError, match=f"{name} must be a bool"):
+        call(x, w, torch.randn_like(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_llama_casting_through_the_low_level_calls(dtype, device):
+    """casting_mode="llama" in rms_norm_fwd / rms_norm_bwd is the autograd function's: the same y and
+    the same gradients, bitwise; and it differs from "fp32" casting (x̂ rounded before the weight)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 96, generator=g).to(device=device, dtype=dtype).requires_grad_()
+    w = (1 + 0.3 * torch.randn(96, generator=g)).to(device=device, dtype=dtype).requires_grad_()
+    dy = torch.randn(6, 96, generator=g).to(device=device, dtype=dtype)
+    y = normkit.rms_norm(x, w, eps=1e-6, casting_mode="llama")
+    dx, dw = torch.autograd.grad(y, (x, w), dy)
+    out, _, rstd = normkit.rms_norm_fwd(x.detach(), w.detach(), eps=1e-6, store_rstd=True, casting_mode="llama")
+    dx_low, dw_low, _, _ = normkit.rms_norm_bwd(x.detach(), w.detach(), dy, rstd, eps=1e-6, casting_mode="llama")
+    assert torch.equal(out, y) and torch.equal(dx_low, dx) and torch.equal(dw_low, dw)
+    fp32, _, _ = normkit.rms_norm_fwd(x.detach(), w.detach(), eps=1e-6)
+    assert not torch.equal(fp32, out)
+    with pytest.raises(ValueError, match="casting_mode must be one of"):
+        normkit.rms_norm_fwd(x.detach(), w.detach(), casting_mode="gemma")

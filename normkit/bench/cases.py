@@ -26,7 +26,7 @@ from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 import torch
 
-from .. import config as cfg
+from .. import lowlevel
 from .output import DTYPE_NAMES
 
 FEATURES = {
@@ -86,8 +86,9 @@ class Case:
 
 
 def tile_calls(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors: int) -> Dict[str, Dict]:
-    """{pass (PASSES): the keyword arguments its launch gives `normkit.config.tile_config`}, as
-    `normkit.ops.launch_fwd` / `launch_bwd` derive them from the case's tensors."""
+    """{pass (PASSES): the keyword arguments its launch gives the heuristics (`lowlevel.tile_config`)},
+    as `normkit.ops.launch_fwd` / `launch_bwd` derive them from the case's tensors (tests/test_report.py
+    checks the two agree on every case)."""
     size = dtype.itemsize
     n = case.shape[-1]
     common = dict(n=n, interpret=interpret, heads=case.heads, multiprocessors=multiprocessors,
@@ -96,7 +97,7 @@ def tile_calls(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors:
                    residual_element_size=size if case.has("residual") else 0)
     # 16-byte vector loads: N and every row stride multiples of 16 elements, unit column strides
     aligned = n % 16 == 0 and not case.has("strided")
-    backward = dict(common, backward=True, vector_aligned=not cfg.may_stage(n, size) or aligned)
+    backward = dict(common, backward=True, vector_aligned=not lowlevel.may_stage(n, size) or aligned)
     return dict(zip(PASSES, (forward, dict(backward, recompute=False), dict(backward, recompute=True))))
 
 
@@ -112,7 +113,7 @@ def paths(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors: int)
     if case.shape[-1] % 16:
         labels.add("rows not a multiple of 16")
     for name, arguments in tile_calls(case, dtype, interpret, multiprocessors).items():
-        config = cfg.tile_config(**arguments)
+        config = lowlevel.tile_config(**arguments)
         kind = "split rows" if config.split else "whole row" if config.one_tile else "column tiles"
         direction = name.split(",")[0]
         options = [option for field, option in _TILE_OPTIONS.items() if getattr(config, field)]
