@@ -128,7 +128,7 @@ def train(config: DemoConfig, device: torch.device, use_normkit: bool, data: Lis
     torch.manual_seed(config.seed)
     model = TinyLlama(config.vocab, config.hidden, config.layers, config.heads)
     model = model.to(device=device, dtype=DTYPES[config.dtype])
-    patched = normkit.patch(model) if use_normkit else 0
+    patched = int(normkit.patch(model)) if use_normkit else 0
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     losses, times = [], []
     for tokens in data:
