@@ -164,7 +164,7 @@ def test_unknown_decoder_layers_are_left_alone_and_named(device, fused_calls, ca
 
 
 def test_layers_whose_norms_stay_stock_are_left_alone(device, fused_calls):
-    """rms_norm=False keeps the norms stock, so no pair has a recipe to fuse into."""
+    """rms_norm=False keeps the norms stock, so no pair has a recipe to fuse into; a later call fuses."""
     model = _model("Qwen2", device=device)
     with pytest.warns(UserWarning, match="left 2 module") as record:
         report = normkit.patch(model, rms_norm=False, fuse_residual=True)
@@ -173,6 +173,10 @@ def test_layers_whose_norms_stay_stock_are_left_alone(device, fused_calls):
     assert f"Qwen2DecoderLayer at 'model.layers.0', 'model.layers.1': {reason}" in str(record[0].message)
     _loss_and_grads(model, _hf_loss, _tokens(device))
     assert fused_calls == []
+    report = normkit.patch(model, fuse_residual=True)
+    assert report == 5 and report.fused == {"Qwen2DecoderLayer": ["model.layers.0", "model.layers.1"]}
+    _loss_and_grads(model, _hf_loss, _tokens(device))
+    assert len(fused_calls) == 2
 
 
 def test_post_norm_layers_have_nothing_to_fuse(caplog):
