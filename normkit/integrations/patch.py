@@ -14,6 +14,9 @@ Recognised (the replacement computes what the original computes, rounding includ
 Other modules named "…RMSNorm"/"…LayerNorm" (unknown code, a subclass with its own forward, a
 forward set on the instance) are left alone and named in one warning.
 
+With `fuse_residual=True`, known decoder layers also add their residual inside the next norm
+(`decoder.py`: which layers, which pairs, and why the add between layers stays as it is).
+
 What was switched is logged on `logging.getLogger("normkit")` (INFO: one line per class; WARNING: what
 was left alone) and returned as a `PatchReport`, an int (the count) that also lists the modules.
 """
@@ -41,33 +44,44 @@ class PatchReport(int):
     """What `patch` did: equal to the number of modules switched (an int), plus the details.
 
     `switched`: {class name: [module names]} now on normkit; `left_alone`: {(class name, reason):
-    [module names]} that look like norms but were kept as they were.
+    [module names]} that look like norms (or decoder layers, with fuse_residual) but were kept as
+    they were; `fused`: {class name: [module names]} of decoder layers fusing their residual adds.
     """
 
     switched: Dict[str, List[str]]
     left_alone: Dict[Tuple[str, str], List[str]]
+    fused: Dict[str, List[str]]
 
-    def __new__(cls, switched: Dict[str, List[str]], left_alone: Dict[Tuple[str, str], List[str]]):
+    def __new__(cls, switched: Dict[str, List[str]], left_alone: Dict[Tuple[str, str], List[str]],
+                fused: Optional[Dict[str, List[str]]] = None):
         report = super().__new__(cls, sum(len(names) for names in switched.values()))
-        report.switched, report.left_alone = switched, left_alone
+        report.switched, report.left_alone, report.fused = switched, left_alone, fused or {}
         return report
 
     def __repr__(self) -> str:
         classes = ", ".join(f"{name}: {len(names)}" for name, names in self.switched.items())
         kept = sum(len(names) for names in self.left_alone.values())
-        return f"PatchReport({int(self)} switched{' (' + classes + ')' if classes else ''}, {kept} left alone)"
+        layers = ", ".join(f"{name}: {len(names)}" for name, names in self.fused.items())
+        return (f"PatchReport({int(self)} switched{' (' + classes + ')' if classes else ''}, {kept} left alone"
+                f"{', fused (' + layers + ')' if layers else ''})")
 
 
-def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = True) -> PatchReport:
+def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = True,
+          fuse_residual: bool = False) -> PatchReport:
     """Replace, in place, every normalisation module of `model` that normkit reproduces exactly.
 
-    rms_norm / layer_norm: which kinds to replace. Returns a `PatchReport`: an int equal to how many
-    modules were replaced (0 for a model without norms; already patched modules are not counted
-    again) that also lists them per class. Modules that look like norms but cannot be reproduced
-    exactly are left alone, reported in one `warnings.warn` and on the "normkit" logger.
+    rms_norm / layer_norm: which kinds to replace. fuse_residual: also run known decoder layers'
+    residual add → RMSNorm pairs as one normkit call (decoder.py). Returns a `PatchReport`: an int
+    equal to how many norm modules were replaced (0 for a model without norms; already patched
+    modules are not counted again) that also lists them per class, and the fused layers. Modules
+    that look like norms or decoder layers but cannot be reproduced exactly are left alone,
+    reported in one `warnings.warn` and on the "normkit" logger.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(fuse_residual, bool):
+        raise TypeError(f"fuse_residual must be a bool (True or False), got {type(fuse_residual).__name__} "
+                        f"{fuse_residual!r}")
     switched, left_alone = defaultdict(list), defaultdict(list)
     for name, module in model.named_modules():
         if hasattr(type(module), "_normkit_original") or isinstance(module, _NORMKIT_MODULES):
@@ -80,11 +94,17 @@ def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = T
             left_alone[(type(module).__name__, reason)].append(name or "(the model itself)")
     for class_name, names in switched.items():
         logger.info("normkit.patch: %d %s module(s) now run on normkit: %s", len(names), class_name, _shown(names))
+    fused = {}
+    if fuse_residual:  # after the norms: a layer fuses only pairs whose norm now runs a recipe
+        from . import decoder  # imported here: decoder.py builds on run_recipe and _patched_class below
+
+        fused, layers_left_alone = decoder.fuse(model)
+        left_alone.update(layers_left_alone)
     if left_alone:
         message = _left_alone_message(left_alone)
         logger.warning(message)
         warnings.warn(message, stacklevel=2)
-    return PatchReport(dict(switched), dict(left_alone))
+    return PatchReport(dict(switched), dict(left_alone), fused)
 
 
 def _shown(names: List[str]) -> str:
@@ -134,13 +154,19 @@ def _runs_on_normkit(x, *params) -> bool:
     return True
 
 
-def run_recipe(module: torch.nn.Module, x, recipe: hf.Recipe, original):
+def run_recipe(module: torch.nn.Module, x, recipe: hf.Recipe, original, residual=None):
     """`recipe` on `module`'s weight and epsilon through normkit; `original(module, x)` for inputs
-    normkit does not take. Shared by patched classes and the `kernels` hub layers (`hub.py`)."""
+    normkit does not take. With a `residual`: (y, h) for h = residual + x, added inside the norm
+    (fused decoder layers, decoder.py). Shared by patched classes and the `kernels` hub layers (`hub.py`)."""
     weight = recipe.weight(module)
-    if not _runs_on_normkit(x, weight) or (weight is not None and weight.shape != x.shape[-1:]):
-        return original(module, x)
-    return functional.rms_norm(x, weight, eps=getattr(module, recipe.eps_attr), casting_mode=recipe.casting_mode,
+    if (not _runs_on_normkit(x, weight, residual) or (weight is not None and weight.shape != x.shape[-1:])
+            or (residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype))):
+        if residual is None:
+            return original(module, x)
+        hidden_states = residual + x  # the stock add, then the stock norm
+        return original(module, hidden_states), hidden_states
+    return functional.rms_norm(x, weight, residual=residual, prenorm=residual is not None,
+                               eps=getattr(module, recipe.eps_attr), casting_mode=recipe.casting_mode,
                                weight_offset=recipe.weight_offset, out_dtype=recipe.out_dtype(x, weight))
 
 
@@ -156,7 +182,7 @@ def _torch_forward(self, x):
 
 def _extra_repr(self) -> str:
     original = self._normkit_original.extra_repr(self)
-    label = self._normkit_kind.name if isinstance(self._normkit_kind, hf.Recipe) else "fp32"
+    label = "fp32" if isinstance(self._normkit_kind, type) else self._normkit_kind.name
     return f"{original}, normkit={label}" if original else f"normkit={label}"
 
 
@@ -178,6 +204,8 @@ def _patched_class(original: type, kind: Kind) -> type:
     """`original` with normkit's forward: same name, one class per (original, kind)."""
     if isinstance(kind, hf.Recipe):
         bases, forward = (original,), _hf_forward
+    elif not isinstance(kind, type):  # a decoder layer's layout (decoder.py): its fused forward
+        bases, forward = (original,), kind.forward
     else:  # torch.nn.RMSNorm → normkit.RMSNorm; a subclass of it → (subclass, normkit.RMSNorm)
         torch_class = kind.__bases__[0]
         bases, forward = ((kind,) if original is torch_class else (original, kind)), _torch_forward
