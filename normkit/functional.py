@@ -67,7 +67,8 @@ class NormFunction(torch.autograd.Function):
         eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
         if dout is None:  # only residual_out was used: y contributes nothing
             dh, dweight, dbias = dresidual_out, None, None
-        elif torch.is_grad_enabled() or _transforms_active():  # create_graph=True, or torch.func
+        elif torch.is_grad_enabled() or _transforms_active() or _batched(dout, dresidual_out):
+            # create_graph=True, torch.func, or torch.autograd.functional's vectorized vmap
             dh, dweight, dbias = _backward_graph(h, weight, dout, dresidual_out, ctx.meta)
         else:
             dh, dweight, dbias = ops.norm_bwd(
@@ -217,6 +218,13 @@ _apply_c = super(torch.autograd.Function, NormFunction).apply
 _transforms_active = torch._C._are_functorch_transforms_active
 _tracing_state = torch._C._get_tracing_state
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+_is_legacy_batched = torch._C._functorch.is_legacy_batchedtensor
+
+
+def _batched(dout: Tensor, dresidual_out: Optional[Tensor]) -> bool:
+    """Whether a gradient is batched by torch's older vmap (gradcheck's batched checks,
+    torch.autograd.functional with vectorize=True), which torch.func's check does not see."""
+    return _is_legacy_batched(dout) or (dresidual_out is not None and _is_legacy_batched(dresidual_out))
 
 
 def _norm_apply(x, weight, bias, residual, *rest):

@@ -79,6 +79,30 @@ def test_jacfwd_and_hessian(spec, path):
     _close(torch.func.hessian(loss(ours))(*inputs), torch.func.hessian(loss(theirs))(*inputs), "hessian")
 
 
+def test_gradcheck_forward_ad_and_batched_checks(path):
+    """torch.autograd.gradcheck's forward-mode and batched (vmapped) checks, and gradgradcheck's
+    forward-over-reverse: they batch gradients with torch's older vmap, which torch.func does not see."""
+    names, inputs = float64_inputs(Case.parse("ln fp32 w b res pre"), path)
+    fn = lambda x, w, b, r: normkit.layer_norm(x, w, b, r, prenorm=True)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, inputs, check_forward_ad=True, check_batched_grad=True,
+                                    check_batched_forward_grad=True)
+    assert torch.autograd.gradgradcheck(fn, inputs, check_fwd_over_rev=True, check_batched_grad=True,
+                                        fast_mode=True)
+
+
+def test_autograd_functional_vectorized(path):
+    case = Case.parse("rms fp32 w res")
+    names, inputs = float64_inputs(case, path)
+    ours, theirs = _both(case, names)
+    first = lambda fn: lambda *t: fn(*t)[0]  # noqa: E731
+    loss = lambda fn: lambda *t: fn(*t)[0].exp().sum()  # noqa: E731
+    jacobian, hessian = torch.autograd.functional.jacobian, torch.autograd.functional.hessian
+    _close(jacobian(first(ours), _detached(inputs), vectorize=True),
+           jacobian(first(theirs), _detached(inputs), vectorize=True), "jacobian(vectorize)")
+    _close(hessian(loss(ours), _detached(inputs), vectorize=True),
+           hessian(loss(theirs), _detached(inputs), vectorize=True), "hessian(vectorize)")
+
+
 VMAPS = [  # (spec, in_dims over the case's tensors)
     ("rms fp32 w", (0, None)),
     ("rms fp32 w", (1, None)),  # the vmapped dimension is not the leading one
