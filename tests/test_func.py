@@ -36,12 +36,16 @@ def _detached(inputs):
     return tuple(t.detach() for t in inputs)
 
 
+def _setup(spec, device):
+    """(names, detached float64 inputs, normkit's function, torch's) for a feature spec."""
+    case = Case.parse(spec)
+    names, inputs = float64_inputs(case, device)
+    return (names, _detached(inputs), *_both(case, names))
+
+
 @pytest.mark.parametrize("spec", SPECS)
 def test_grad_vjp_jacrev(spec, path):
-    case = Case.parse(spec)
-    names, inputs = float64_inputs(case, path)
-    inputs = _detached(inputs)
-    ours, theirs = _both(case, names)
+    names, inputs, ours, theirs = _setup(spec, path)
     argnums = tuple(range(len(inputs)))
     loss = lambda fn: lambda *t: sum((o * o.sin()).sum() for o in fn(*t))  # noqa: E731
     _close(torch.func.grad(loss(ours), argnums)(*inputs), torch.func.grad(loss(theirs), argnums)(*inputs), "grad")
@@ -52,10 +56,7 @@ def test_grad_vjp_jacrev(spec, path):
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_jvp_and_forward_ad(spec, path):
-    case = Case.parse(spec)
-    names, inputs = float64_inputs(case, path)
-    inputs = _detached(inputs)
-    ours, theirs = _both(case, names)
+    names, inputs, ours, theirs = _setup(spec, path)
     g = torch.Generator().manual_seed(7)
     tangents = tuple(torch.randn(t.shape, generator=g, dtype=t.dtype).to(path) for t in inputs)
     _close(torch.func.jvp(ours, inputs, tangents), torch.func.jvp(theirs, inputs, tangents), "jvp")
@@ -70,10 +71,7 @@ def test_jvp_and_forward_ad(spec, path):
 
 @pytest.mark.parametrize("spec", ["rms fp32 w", "ln fp32 w b res"])
 def test_jacfwd_and_hessian(spec, path):
-    case = Case.parse(spec)
-    names, inputs = float64_inputs(case, path)
-    inputs = _detached(inputs)
-    ours, theirs = _both(case, names)
+    names, inputs, ours, theirs = _setup(spec, path)
     loss = lambda fn: lambda *t: (fn(*t)[0].exp()).sum()  # noqa: E731
     _close(torch.func.jacfwd(ours)(*inputs), torch.func.jacfwd(theirs)(*inputs), "jacfwd")
     _close(torch.func.hessian(loss(ours))(*inputs), torch.func.hessian(loss(theirs))(*inputs), "hessian")
@@ -91,16 +89,14 @@ def test_gradcheck_forward_ad_and_batched_checks(path):
 
 
 def test_autograd_functional_vectorized(path):
-    case = Case.parse("rms fp32 w res")
-    names, inputs = float64_inputs(case, path)
-    ours, theirs = _both(case, names)
+    names, inputs, ours, theirs = _setup("rms fp32 w res", path)
     first = lambda fn: lambda *t: fn(*t)[0]  # noqa: E731
     loss = lambda fn: lambda *t: fn(*t)[0].exp().sum()  # noqa: E731
     jacobian, hessian = torch.autograd.functional.jacobian, torch.autograd.functional.hessian
-    _close(jacobian(first(ours), _detached(inputs), vectorize=True),
-           jacobian(first(theirs), _detached(inputs), vectorize=True), "jacobian(vectorize)")
-    _close(hessian(loss(ours), _detached(inputs), vectorize=True),
-           hessian(loss(theirs), _detached(inputs), vectorize=True), "hessian(vectorize)")
+    _close(jacobian(first(ours), inputs, vectorize=True), jacobian(first(theirs), inputs, vectorize=True),
+           "jacobian(vectorize)")
+    _close(hessian(loss(ours), inputs, vectorize=True), hessian(loss(theirs), inputs, vectorize=True),
+           "hessian(vectorize)")
 
 
 VMAPS = [  # (spec, in_dims over the case's tensors)
