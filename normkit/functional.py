@@ -63,25 +63,10 @@ class NormFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, dresidual_out=None, _stats=None):
-        h, weight, mean, rstd = ctx.saved_tensors
-        eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
-        if dout is None:  # only residual_out was used: y contributes nothing
-            dh, dweight, dbias = dresidual_out, None, None
-        elif torch.is_grad_enabled() or _transforms_active() or _batched(dout, dresidual_out):
-            # create_graph=True, torch.func, or torch.autograd.functional's vectorized vmap
-            dh, dweight, dbias = _backward_graph(h, weight, dout, dresidual_out, ctx.meta)
-        else:
-            dh, dweight, dbias = ops.norm_bwd(
-                h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
-                bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-                x_hat_dtype=x_hat_dtype)
-        needs = ctx.needs_input_grad
-        # h = x + residual: both receive dh (the same tensor when the dtypes agree).
-        dx = None if dh is None or not needs[0] else dh if dh.dtype == x_dtype else dh.to(x_dtype)
-        dresidual = (None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype
-                     else dh.to(residual_dtype))
-        return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
-                None, None, None, None, None, None)
+        # the torch-op form for create_graph=True, torch.func, or torch's older vmap (gradcheck's
+        # batched checks, torch.autograd.functional with vectorize=True)
+        graph = torch.is_grad_enabled() or _transforms_active() or _batched(dout, dresidual_out)
+        return _backward(ctx, dout, dresidual_out, graph)
 
     @staticmethod
     def jvp(ctx, x_t, weight_t, bias_t, residual_t, *_):
@@ -90,6 +75,28 @@ class NormFunction(torch.autograd.Function):
     @staticmethod
     def vmap(info, in_dims, x, weight, bias, residual, *rest):
         return _vmap(info.batch_size, in_dims, x, weight, bias, residual, rest)
+
+
+def _backward(ctx, dout, dresidual_out, graph: bool):
+    """NormFunction's gradients: the backward op (kernels), or with `graph` the differentiable
+    torch-op form (`_backward_graph`)."""
+    h, weight, mean, rstd = ctx.saved_tensors
+    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
+    if dout is None:  # only residual_out was used: y contributes nothing
+        dh, dweight, dbias = dresidual_out, None, None
+    elif graph:
+        dh, dweight, dbias = _backward_graph(h, weight, dout, dresidual_out, ctx.meta)
+    else:
+        dh, dweight, dbias = ops.norm_bwd(
+            h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
+            bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+            x_hat_dtype=x_hat_dtype)
+    needs = ctx.needs_input_grad
+    # h = x + residual: both receive dh (the same tensor when the dtypes agree).
+    dx = None if dh is None or not needs[0] else dh if dh.dtype == x_dtype else dh.to(x_dtype)
+    dresidual = None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
+    return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
+            None, None, None, None, None, None)
 
 
 def _heads(weight: Optional[Tensor], bias_shape) -> int:
@@ -187,9 +194,14 @@ def _vmap(size, in_dims, x, weight, bias, residual, rest):
 
 
 class _CompiledNormFunction(NormFunction):
-    """NormFunction as torch.compile traces it: Dynamo refuses an autograd.Function with a jvp."""
+    """NormFunction as torch.compile traces it: Dynamo refuses an autograd.Function with a jvp and
+    cannot trace the older-vmap check (no compiled graph batches that way)."""
 
     jvp = torch.autograd.Function.jvp
+
+    @staticmethod
+    def backward(ctx, dout, dresidual_out=None, _stats=None):
+        return _backward(ctx, dout, dresidual_out, torch.is_grad_enabled() or _transforms_active())
 
 
 class _TracedNormFunction(NormFunction):
@@ -221,10 +233,11 @@ _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 _is_legacy_batched = torch._C._functorch.is_legacy_batchedtensor
 
 
-def _batched(dout: Tensor, dresidual_out: Optional[Tensor]) -> bool:
+def _batched(dout: Optional[Tensor], dresidual_out: Optional[Tensor]) -> bool:
     """Whether a gradient is batched by torch's older vmap (gradcheck's batched checks,
     torch.autograd.functional with vectorize=True), which torch.func's check does not see."""
-    return _is_legacy_batched(dout) or (dresidual_out is not None and _is_legacy_batched(dresidual_out))
+    return ((dout is not None and _is_legacy_batched(dout))
+            or (dresidual_out is not None and _is_legacy_batched(dresidual_out)))
 
 
 def _norm_apply(x, weight, bias, residual, *rest):

@@ -139,3 +139,28 @@ def test_unused_outputs_get_no_gradient_work(path):
     ref = torch.autograd.grad(torch_norm(Case.parse("rms fp32 w res"), x, w, None, r, eps=1e-6), (x, w, r), dy)
     for a, b in zip((dx, dw, dr), ref):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_torch_compile_backward_calls_the_backward_op(device):
+    """Under torch.compile the traced backward is the backward op (the kernels), not the torch-op form."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    graphs = []
+
+    def capture(graph_module, example_inputs):
+        graphs.append(graph_module.code)
+        return make_boxed_func(graph_module.forward)
+
+    names, (x, w, b, r) = float64_inputs(Case.parse("ln fp32 w b res pre"), device)
+    compiled = torch.compile(lambda *a: normkit.layer_norm(*a, prenorm=True), fullgraph=True,
+                             backend=aot_autograd(fw_compiler=capture, bw_compiler=capture))
+    y, h = compiled(x, w, b, r)
+    grads = torch.autograd.grad((y * y).sum() + h.sum(), (x, w, b, r))
+    want = torch.autograd.grad(sum(o.sum() * k for o, k in zip(
+        (torch_norm(Case.parse("ln fp32 w b res pre"), x, w, b, r)), (0, 1))) + (
+        torch_norm(Case.parse("ln fp32 w b res"), x, w, b, r) ** 2).sum(), (x, w, b, r))
+    for a, c in zip(grads, want):
+        torch.testing.assert_close(a, c, rtol=1e-10, atol=1e-12)
+    forward, backward = graphs
+    assert "normkit.norm_fwd" in forward and "normkit.norm_bwd" in backward and "rsqrt" not in backward
