@@ -3,14 +3,16 @@
 One autograd.Function serves both norms. It works on 2-D (M, N) views (reshapes stay outside
 it, so torch.compile sees stable ranks), saves h (x, or residual_out = x + residual), the
 parameters and the float32 statistics, and calls the backward op with them. It never launches
-kernels itself: that is `normkit.ops`.
+kernels itself: that is `normkit.ops`. When the backward must itself be differentiable (double
+backward, torch.func) it is built from torch ops instead (`_backward_graph`); the Function also
+has a forward-mode rule (`_jvp`) and a vmap rule (`_vmap`).
 """
 
 from typing import Optional, Tuple, Union
 
 import torch
 
-from . import ops, validation
+from . import ops, reference, validation
 
 Tensor = torch.Tensor
 
@@ -25,11 +27,16 @@ def _h_is_rounded(x: Tensor, residual: Optional[Tensor], residual_dtype: Optiona
 
 
 class NormFunction(torch.autograd.Function):
-    """(x, weight, bias, residual) → y, or (y, residual_out) with prenorm; gradients for all four."""
+    """(x, weight, bias, residual) → (y, residual_out, (mean, rstd)); gradients for the four tensors.
+
+    residual_out (None when h is x itself) is an output even when the caller drops it: what is
+    saved must be an input or an output (torch.func's rule), and double backward reaches x and
+    the residual through it. The statistics travel as one non-tensor output, a tuple, so autograd
+    neither wraps nor differentiates them. `_apply` keeps what the caller asked for.
+    """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype,
-                residual_dtype, prenorm, x_hat_dtype):
+    def forward(x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype):
         # LayerNorm whose h = x + residual is stored rounded (residual_out narrower than the fp32 /
         # fp64 sum the statistics came from): the backward recomputes mean and rstd from the saved
         # h. Applying the exact statistics to the rounded h would turn the rounding of a
@@ -37,45 +44,209 @@ class NormFunction(torch.autograd.Function):
         recompute = not is_rms_norm and _h_is_rounded(x, residual, residual_dtype)
         out, residual_out, mean, rstd = ops.norm_fwd(
             x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype,
-            x_hat_dtype=x_hat_dtype)
-        h = x if residual_out is None else residual_out
-        ctx.save_for_backward(h, weight, mean, rstd)
-        # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and
-        # dtype, x's and the residual's dtypes
-        ctx.meta = (eps, weight_offset, is_rms_norm, x_hat_dtype, None if bias is None else bias.shape,
-                    None if bias is None else bias.dtype, x.dtype, None if residual is None else residual.dtype)
-        if prenorm:
-            return out, h
-        return out
+            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
+        return out, residual_out, (mean, rstd)
 
     @staticmethod
-    def backward(ctx, dout, dresidual_out=None):
-        h, weight, mean, rstd = ctx.saved_tensors
-        eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta
+    def setup_context(ctx, inputs, output):
+        x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs
+        residual_out = output[1]
+        h = x if residual_out is None else residual_out
+        ctx.save_for_backward(h, weight, *output[2])
+        ctx.save_for_forward(h, weight)
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros to add
+        # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and
+        # dtype, x's and the residual's dtypes, y's dtype, whether h is residual_out
+        ctx.meta = (eps, weight_offset, is_rms_norm, x_hat_dtype, None if bias is None else bias.shape,
+                    None if bias is None else bias.dtype, x.dtype, None if residual is None else residual.dtype,
+                    out_dtype or x.dtype, residual_out is not None)
+
+    @staticmethod
+    def backward(ctx, dout, dresidual_out=None, _stats=None):
+        # the torch-op form for create_graph=True, torch.func, or torch's older vmap (gradcheck's
+        # batched checks, torch.autograd.functional with vectorize=True)
+        graph = torch.is_grad_enabled() or _transforms_active() or _batched(dout, dresidual_out)
+        return _backward(ctx, dout, dresidual_out, graph)
+
+    @staticmethod
+    def jvp(ctx, x_t, weight_t, bias_t, residual_t, *_):
+        return _jvp(*ctx.saved_tensors, x_t, weight_t, bias_t, residual_t, ctx.meta)
+
+    @staticmethod
+    def vmap(info, in_dims, x, weight, bias, residual, *rest):
+        return _vmap(info.batch_size, in_dims, x, weight, bias, residual, rest)
+
+
+def _backward(ctx, dout, dresidual_out, graph: bool):
+    """NormFunction's gradients: the backward op (kernels), or with `graph` the differentiable
+    torch-op form (`_backward_graph`)."""
+    h, weight, mean, rstd = ctx.saved_tensors
+    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
+    if dout is None:  # only residual_out was used: y contributes nothing
+        dh, dweight, dbias = dresidual_out, None, None
+    elif graph:
+        dh, dweight, dbias = _backward_graph(h, weight, dout, dresidual_out, ctx.meta)
+    else:
         dh, dweight, dbias = ops.norm_bwd(
             h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
             bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
             x_hat_dtype=x_hat_dtype)
-        # h = x + residual: both receive dh (the same tensor when the dtypes agree).
-        dx = dh if dh.dtype == x_dtype else dh.to(x_dtype)
-        dresidual = None if residual_dtype is None else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
-        needs = ctx.needs_input_grad
-        return (dx if needs[0] else None, dweight if needs[1] else None, dbias if needs[2] else None,
-                dresidual if needs[3] else None, None, None, None, None, None, None, None)
+    needs = ctx.needs_input_grad
+    # h = x + residual: both receive dh (the same tensor when the dtypes agree).
+    dx = None if dh is None or not needs[0] else dh if dh.dtype == x_dtype else dh.to(x_dtype)
+    dresidual = None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
+    return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
+            None, None, None, None, None, None)
+
+
+def _heads(weight: Optional[Tensor], bias_shape) -> int:
+    """H of per-head (H, N) parameters, 1 for (N,) ones."""
+    shape = weight.shape if weight is not None else bias_shape
+    return shape[0] if shape is not None and len(shape) == 2 else 1
+
+
+def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
+    """(M, N) → (M/H, H, N), so the reference broadcasts a per-head (H, N) parameter."""
+    return t if t is None or heads == 1 else t.reshape(-1, heads, t.shape[-1])
+
+
+def _backward_graph(h, weight, dout, dresidual_out, meta):
+    """(dh, dweight, dbias) from differentiable torch ops: double backward and torch.func.
+
+    The math is `reference.norm_bwd`'s, in fp32 (fp64 for fp64 h) as the kernels compute it,
+    dh = rstd·(g − ĥ·mean(g·ĥ) − mean(g)) + dresidual_out with g = dout·(w + weight_offset),
+    dweight = Σ_rows dout·ĥ, dbias = Σ_rows dout — with mean and rstd recomputed from the saved h
+    inside the graph: their dependence on h is part of every second derivative.
+    """
+    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype = meta[:6]
+    heads = _heads(weight, bias_shape)
+    dh, dweight, dbias = reference.norm_bwd(
+        _per_head(h, heads), weight, _per_head(dout, heads), None, None, _per_head(dresidual_out, heads), eps=eps,
+        is_rms_norm=is_rms_norm, weight_offset=weight_offset, bias_dtype=bias_dtype,
+        param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype, create_graph=True)
+    return dh.reshape(h.shape), dweight, dbias
+
+
+def _jvp(h, weight, x_t, weight_t, bias_t, residual_t, meta):
+    """Tangents of (y, residual_out) for tangents of (x, weight, bias, residual); forward-mode AD.
+
+    ḣ = ẋ + ṙ; ẏ = J·ḣ·(w + weight_offset) + ĥ·ẇ + ḃ, where J = ∂ĥ/∂h is the symmetric
+    rstd·(I − ĥĥᵀ/N − 11ᵀ/N) (the 11ᵀ term for LayerNorm only): the backward's dx of g = ḣ.
+    ĥ·ẇ uses the x̂ the weight multiplies (rounded with casting_mode "llama").
+    """
+    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, _, _, _, out_dtype, h_is_residual_out = meta
+    acc = reference.compute_dtype(h.dtype)
+    heads = _heads(weight, bias_shape)
+    h_acc = _per_head(h.to(acc), heads)
+    tangents = [t.to(acc) for t in (x_t, residual_t) if t is not None]
+    h_t = None if not tangents else tangents[0] if len(tangents) == 1 else tangents[0] + tangents[1]
+    terms = []
+    if h_t is not None:
+        x_hat_t = reference.norm_bwd(h_acc, None, _per_head(h_t, heads), eps=eps, is_rms_norm=is_rms_norm,
+                                     create_graph=True)[0]
+        terms.append(x_hat_t if weight is None else x_hat_t * (weight.to(acc) + weight_offset))
+    if weight_t is not None:
+        x_hat = reference.norm_fwd(h_acc, eps=eps, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype,
+                                   create_graph=True)[0]
+        terms.append(x_hat * weight_t.to(acc))
+    if bias_t is not None:
+        terms.append(bias_t.to(acc).expand_as(h_acc))
+    y_t = sum(terms[1:], terms[0]).reshape(h.shape).to(out_dtype)  # (jvp is called with some tangent)
+    residual_out_t = None
+    if h_is_residual_out:
+        residual_out_t = torch.zeros_like(h) if h_t is None else h_t.to(h.dtype)
+    return y_t, residual_out_t, None  # (none for the statistics)
+
+
+def _vmap(size, in_dims, x, weight, bias, residual, rest):
+    """NormFunction under torch.vmap: the vmapped dimension becomes more rows. When weight or
+    bias is vmapped too, its B parameter sets (of H heads each) become B·H per-head parameters,
+    with x's rows ordered (row, set, head) to match."""
+    x_dim, weight_dim, bias_dim, residual_dim = in_dims[:4]
+
+    def front(t, dim):  # the vmapped dimension first; expanded where t is not vmapped
+        return None if t is None else t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape)
+
+    x, residual = front(x, x_dim), front(residual, residual_dim)  # (B, M, N)
+    _, m, n = x.shape
+    per_set = weight_dim is not None or bias_dim is not None
+    heads = 1
+    if per_set:
+        weight, bias = front(weight, weight_dim), front(bias, bias_dim)  # (B, N) or (B, H, N)
+        heads = (weight if weight is not None else bias)[0].numel() // n
+        weight, bias = (None if t is None else t.reshape(size * heads, n) for t in (weight, bias))
+
+    def fold(t):  # (B, M, N) → rows of (M·B, N)
+        if t is None or not per_set:
+            return None if t is None else t.reshape(size * m, n)
+        return t.reshape(size, m // heads, heads, n).transpose(0, 1).reshape(size * m, n)
+
+    def unfold(t):  # the inverse, for (M·B, N) outputs and (M·B,) statistics
+        if t is None or not per_set:
+            return None if t is None else t.view(size, m, *t.shape[1:])
+        tail = t.shape[1:]
+        return t.reshape(m // heads, size, heads, *tail).transpose(0, 1).reshape(size, m, *tail)
+
+    out, residual_out, (mean, rstd) = NormFunction.apply(fold(x), weight, bias, fold(residual), *rest)
+    outputs = unfold(out), unfold(residual_out), (unfold(mean), unfold(rstd))
+    return outputs, (0, None if residual_out is None else 0, (None if mean is None else 0,
+                                                              None if rstd is None else 0))
+
+
+class _CompiledNormFunction(NormFunction):
+    """NormFunction as torch.compile traces it: Dynamo refuses an autograd.Function with a jvp and
+    cannot trace the older-vmap check (no compiled graph batches that way)."""
+
+    jvp = torch.autograd.Function.jvp
+
+    @staticmethod
+    def backward(ctx, dout, dresidual_out=None, _stats=None):
+        return _backward(ctx, dout, dresidual_out, torch.is_grad_enabled() or _transforms_active())
+
+
+class _TracedNormFunction(NormFunction):
+    """NormFunction as torch.jit.trace records it. TorchScript's Python op returns tensors only, so
+    the statistics stay behind (the backward recomputes them); the forward calls the registered op,
+    which the tracer records as one node and runs with plain sizes (traced sizes are tensors)."""
+
+    @staticmethod
+    def forward(x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype):
+        out, residual_out, _, _ = torch.ops.normkit.norm_fwd(
+            x, weight, bias, residual, eps, weight_offset, is_rms_norm, False, out_dtype, residual_dtype, x_hat_dtype)
+        return (out,) if residual_out.dim() != 2 else (out, residual_out)  # (an empty one: not produced)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        NormFunction.setup_context(ctx, inputs, (output[0], output[1] if len(output) == 2 else None, (None, None)))
+
+    jvp = torch.autograd.Function.jvp
 
 
 # Function.apply without its Python wrapper (host time): the wrapper only unwraps dead functorch
-# wrappers (done here for the four tensor arguments) and handles functorch transforms and
-# torch.compile, for which `_norm_apply` still calls NormFunction.apply itself.
+# wrappers (done here for the four tensor arguments) and handles functorch transforms, for which
+# `_norm_apply` still calls NormFunction.apply itself (as it calls the variants above under
+# torch.compile and torch.jit.trace).
 _apply_c = super(torch.autograd.Function, NormFunction).apply
 _transforms_active = torch._C._are_functorch_transforms_active
+_tracing_state = torch._C._get_tracing_state
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+_is_legacy_batched = torch._C._functorch.is_legacy_batchedtensor
+
+
+def _batched(dout: Optional[Tensor], dresidual_out: Optional[Tensor]) -> bool:
+    """Whether a gradient is batched by torch's older vmap (gradcheck's batched checks,
+    torch.autograd.functional with vectorize=True), which torch.func's check does not see."""
+    return ((dout is not None and _is_legacy_batched(dout))
+            or (dresidual_out is not None and _is_legacy_batched(dresidual_out)))
 
 
 def _norm_apply(x, weight, bias, residual, *rest):
-    if torch.compiler.is_compiling() or _transforms_active():  # (dynamo folds is_compiling first)
+    if torch.compiler.is_compiling():  # (dynamo folds it first)
+        return _CompiledNormFunction.apply(x, weight, bias, residual, *rest)
+    if _transforms_active():
         return NormFunction.apply(x, weight, bias, residual, *rest)
+    if _tracing_state() is not None:
+        return _TracedNormFunction.apply(x, weight, bias, residual, *rest)
     return _apply_c(_unwrap_if_dead(x), None if weight is None else _unwrap_if_dead(weight),
                     None if bias is None else _unwrap_if_dead(bias),
                     None if residual is None else _unwrap_if_dead(residual), *rest)
@@ -93,13 +264,12 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
     outputs = _norm_apply(
         x if flat else x.reshape(-1, n), weight, bias,
         None if residual is None else residual if flat else residual.reshape(-1, n), eps,
-        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, bool(prenorm),
-        x.dtype if casting_mode == "llama" else None)
+        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, x.dtype if casting_mode == "llama" else None)
     if flat:
-        return outputs
+        return outputs[:2] if prenorm else outputs[0]
     if prenorm:
         return outputs[0].view(x.shape), outputs[1].view(x.shape)
-    return outputs.view(x.shape)
+    return outputs[0].view(x.shape)
 
 
 def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,

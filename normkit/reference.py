@@ -3,6 +3,9 @@
 Same math as the kernels (see `normkit.kernels`), computed in `compute_dtype`: float32 for
 16/32-bit inputs, float64 for float64 inputs (tests pass float64 copies to get the reference).
 Weights may be per-head: weight/bias of shape (H, N) apply to x of shape (..., H, N).
+Like the kernels, `norm_fwd` and `norm_bwd` return values without an autograd graph (the ops'
+CPU path copies them into its outputs); `create_graph=True` records one, for double backward
+and torch.func (`normkit.functional`).
 """
 
 from typing import Optional, Tuple
@@ -24,8 +27,8 @@ def _round(t: Tensor, dtype: Optional[torch.dtype]) -> Tensor:
 def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
              residual: Optional[Tensor] = None, *, eps: float, is_rms_norm: bool = True,
              weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
-             residual_dtype: Optional[torch.dtype] = None, x_hat_dtype: Optional[torch.dtype] = None
-             ) -> Tuple[Tensor, Tensor, Optional[Tensor], Tensor]:
+             residual_dtype: Optional[torch.dtype] = None, x_hat_dtype: Optional[torch.dtype] = None,
+             create_graph: bool = False) -> Tuple[Tensor, Tensor, Optional[Tensor], Tensor]:
     """Returns (y, residual_out, mean, rstd) for h = x (+ residual) normalised over the last dim.
 
     y = ĥ·(w + weight_offset) + b with ĥ = (h − mean)·rstd (mean = 0 and None for RMSNorm),
@@ -33,12 +36,24 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
     residual_dtype (default residual's, else x's); statistics are in the compute dtype.
     x_hat_dtype rounds ĥ before the weight (Llama-style casting).
     """
+    with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
+        return _norm_fwd(x, weight, bias, residual, eps, is_rms_norm, weight_offset, out_dtype, residual_dtype,
+                         x_hat_dtype)
+
+
+def _stats(h: Tensor, is_rms_norm: bool, eps: float) -> Tuple[Optional[Tensor], Tensor]:
+    """(mean, rstd) of h's rows; mean None for RMSNorm (its rows are not centred)."""
+    mean = None if is_rms_norm else h.mean(dim=-1)
+    centered = h if is_rms_norm else h - mean.unsqueeze(-1)
+    return mean, torch.rsqrt(centered.square().mean(dim=-1) + eps)
+
+
+def _norm_fwd(x, weight, bias, residual, eps, is_rms_norm, weight_offset, out_dtype, residual_dtype, x_hat_dtype):
     acc = compute_dtype(x.dtype)
     h = x.to(acc) if residual is None else x.to(acc) + residual.to(acc)
     res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
-    mean = None if is_rms_norm else h.mean(dim=-1)
+    mean, rstd = _stats(h, is_rms_norm, eps)
     centered = h if is_rms_norm else h - mean.unsqueeze(-1)
-    rstd = torch.rsqrt(centered.square().mean(dim=-1) + eps)
     y = _round(centered * rstd.unsqueeze(-1), x_hat_dtype)
     if weight is not None:
         y = y * (weight.to(acc) + weight_offset)
@@ -51,7 +66,8 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Ten
              rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None, *, eps: float,
              is_rms_norm: bool = True, weight_offset: float = 0.0,
              bias_dtype: Optional[torch.dtype] = None, param_ndim: Optional[int] = None,
-             x_hat_dtype: Optional[torch.dtype] = None) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+             x_hat_dtype: Optional[torch.dtype] = None, create_graph: bool = False
+             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
     """Returns (dx, dweight, dbias) for the normalised input x (residual_out with a residual).
 
     dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dy·(w + weight_offset) and x̂ = (x − μ)·rstd
@@ -59,13 +75,21 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dy: Tensor, mean: Optional[Ten
     dbias = Σ_rows dy (when bias_dtype is given, in that dtype). Parameters have `param_ndim`
     dims (default weight's, else 1): 2 for per-head (H, N) with x of shape (..., H, N).
     rstd (and mean) None recompute them from x. dx has x's dtype, dweight weight's.
+
+    With create_graph=True and rstd None the result is differentiable in x, weight, dy and
+    dresidual_out: the statistics are recomputed from x inside the graph, never constants.
     """
+    with torch.set_grad_enabled(create_graph and torch.is_grad_enabled()):
+        return _norm_bwd(x, weight, dy, mean, rstd, dresidual_out, eps, is_rms_norm, weight_offset, bias_dtype,
+                         param_ndim, x_hat_dtype)
+
+
+def _norm_bwd(x, weight, dy, mean, rstd, dresidual_out, eps, is_rms_norm, weight_offset, bias_dtype, param_ndim,
+              x_hat_dtype):
     acc = compute_dtype(x.dtype)
     xc, dyc = x.to(acc), dy.to(acc)
     if rstd is None:
-        mean = None if is_rms_norm else xc.mean(dim=-1)
-        centered = xc if is_rms_norm else xc - mean.unsqueeze(-1)
-        rstd = torch.rsqrt(centered.square().mean(dim=-1) + eps)
+        mean, rstd = _stats(xc, is_rms_norm, eps)
     rstd = rstd.to(acc).reshape(x.shape[:-1]).unsqueeze(-1)
     mu = 0.0 if is_rms_norm else mean.to(acc).reshape(x.shape[:-1]).unsqueeze(-1)
     x_hat = (xc - mu) * rstd

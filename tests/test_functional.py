@@ -187,6 +187,25 @@ def test_cpu_pytorch_path_without_interpreter(monkeypatch):
     assert out.shape == (0, 50) and rstd.shape == (0,)
 
 
+@pytest.mark.parametrize("plain", [False, True])
+def test_low_level_entry_points_return_no_graph(plain, device, monkeypatch):
+    """rms_norm_fwd / _bwd and layer_norm_fwd / _bwd have no autograd: their outputs carry no graph even
+    for inputs that require grad — on the plain-PyTorch CPU path too, which computes with torch ops."""
+    if plain:
+        monkeypatch.setattr(ops, "uses_triton", lambda device: False)
+        device = "cpu"
+    x, w, dy = make_inputs(4, 32, torch.float32, device)
+    r = torch.randn_like(x)
+    for t in (x, w, r, dy):
+        t.requires_grad_()
+    out, residual_out, rstd = normkit.rms_norm_fwd(x, w, residual=r, store_rstd=True)
+    grads = normkit.rms_norm_bwd(residual_out, w, dy, rstd, has_residual=True)
+    ln = normkit.layer_norm_fwd(x, w, w, r, store_rstd=True)
+    ln_grads = normkit.layer_norm_bwd(ln[1], w, dy, ln[2], ln[3], has_bias=True, has_residual=True)
+    for t in (out, residual_out, rstd, *grads[:2], *ln, *ln_grads):
+        assert not t.requires_grad and t.grad_fn is None
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_llama_casting_mode_matches_hugging_face_numerics(dtype, device):
     """casting_mode="llama": x̂ in fp32, rounded to x's dtype, then times the weight — the
