@@ -239,12 +239,9 @@ def test_llama_casting_mode_matches_hugging_face_numerics(dtype, device):
 
 
 def _bf16_as_the_kernel_rounds(t: torch.Tensor, device: str) -> torch.Tensor:
-    """fp32 → bf16 → fp32 the way the kernel's conversion does it: round to nearest even on CUDA,
-    truncation in Triton's CPU interpreter."""
-    t = t.float()
-    if device == "cuda":
-        return t.bfloat16().float()
-    return (t.contiguous().view(torch.int32) & -65536).view(torch.float32)
+    """fp32 → bf16 → fp32 the way the kernel's conversion does it: round to nearest even, on CUDA and
+    (normkit's rounding shim) in Triton's CPU interpreter alike."""
+    return t.float().bfloat16().float()
 
 
 def test_llama_casting_mode_weight_gradient_uses_the_rounded_x_hat(device):
@@ -266,3 +263,28 @@ def test_casting_mode_is_validated(device):
     x, w, _ = make_inputs(2, 8, torch.float32, device)
     with pytest.raises(ValueError, match=r"casting_mode must be one of 'fp32', 'llama', got 'gemma'"):
         normkit.rms_norm(x, w, casting_mode="gemma")
+
+
+def test_inference_calls_skip_the_autograd_function_and_match_it(device):
+    """Without grad mode, or without an input that requires grad, rms_norm / layer_norm call the op
+    directly (no autograd.Function: host time): the same bits, no graph; forward-mode AD still goes
+    through the Function (its dual tensors need not require grad)."""
+    import torch.autograd.forward_ad as fwAD
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 3, 32, generator=g).to(device)
+    w = torch.rand(32, generator=g).to(device)
+    r = torch.randn(4, 3, 32, generator=g).to(device)
+    with_graph = normkit.rms_norm(x, w.clone().requires_grad_(), residual=r, prenorm=True)
+    for plain in (normkit.rms_norm(x, w, residual=r, prenorm=True),):
+        assert all(torch.equal(a, b.detach()) for a, b in zip(plain, with_graph))
+        assert all(t.grad_fn is None and not t.requires_grad for t in plain)
+    with torch.no_grad():
+        y = normkit.layer_norm(x, w.clone().requires_grad_(), w)
+    assert y.grad_fn is None and torch.equal(y, normkit.layer_norm(x, w, w))
+    tangent = torch.randn_like(x)
+    with fwAD.dual_level():
+        out = fwAD.unpack_dual(normkit.rms_norm(fwAD.make_dual(x, tangent), w)).tangent
+    assert out is not None and out.abs().sum() > 0
+    with pytest.raises(TypeError, match="prenorm must be a bool"):
+        normkit.rms_norm(x, w, residual=r, prenorm="no")
