@@ -10,9 +10,9 @@ fails it, with the first N that moved. Regenerate after an intended change (and 
     python -m tests.test_config --write            # the record, from the code as it is now
     python -m tests.test_config --write --every-n  # the same, calling tile_config at every N (minutes)
 
-Cost: calling `tile_config` at each of 262144 N in ~900 scenarios takes ~15 minutes, so the walk asks it about
-ranges of N at once (`IntRange`): where every decision the code takes is the same for all N of a range, one call
-answers for the range; where one is not, the range is halved, down to single N (plain ints).
+Cost: calling `tile_config` at each of 262144 N in ~900 scenarios takes ~15 minutes, so the walk
+(tests/config_cases.py `walk`) asks it about ranges of N at once: where every decision the code takes is the same
+for all N of a range, one call answers for the range; where one is not, the range is halved, down to single N.
 """
 
 import argparse
@@ -20,166 +20,16 @@ import dataclasses
 import itertools
 import os
 import sys
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 from normkit import config as cfg
+from tests.config_cases import decision, walk
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "config_picks.txt")
 N_MAX = 262144
 # (weight heads, SMs): an H200 (132), an A100 (108), an H20 (78), a tiny part (4); heads split the SMs' slots
 HEADS_SMS = ((1, 132), (8, 132), (64, 132), (1, 108), (1, 78), (1, 4))
 SIZES = (2, 4, 8)  # bytes per element of x: bf16/fp16, fp32, fp64
-
-
-class Undecided(BaseException):
-    """A decision that differs across an IntRange: the walk halves the range. (BaseException, so the code
-    under test cannot catch it by accident with `except Exception`.)"""
-
-
-class IntRange:
-    """Every integer lo … hi at once, standing in for an int argument. Arithmetic gives a range holding every
-    possible result; a comparison answers only if it has one answer for every integer of the range, else it
-    raises Undecided. Anything else (hashing, indexing, formatting, bit operations) raises Undecided too."""
-
-    __slots__ = ("lo", "hi")
-
-    def __init__(self, lo: int, hi: int):
-        self.lo, self.hi = lo, hi
-
-    def __repr__(self):
-        return f"IntRange({self.lo}, {self.hi})"
-
-    @staticmethod
-    def _bounds(other) -> Tuple[int, int]:
-        if isinstance(other, IntRange):
-            return other.lo, other.hi
-        if isinstance(other, int):
-            return other, other
-        raise Undecided(other)
-
-    @staticmethod
-    def of(values) -> "IntRange":
-        return IntRange(min(values), max(values))
-
-    def __add__(self, other):
-        lo, hi = self._bounds(other)
-        return IntRange(self.lo + lo, self.hi + hi)
-
-    __radd__ = __add__
-
-    def __neg__(self):
-        return IntRange(-self.hi, -self.lo)
-
-    def __sub__(self, other):
-        return self + -IntRange(*self._bounds(other))
-
-    def __rsub__(self, other):
-        return -self + other
-
-    def __mul__(self, other):
-        lo, hi = self._bounds(other)
-        return self.of([a * b for a in (self.lo, self.hi) for b in (lo, hi)])
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, other):  # monotone in the dividend for a fixed divisor
-        if not isinstance(other, int) or other == 0:
-            raise Undecided(other)
-        return self.of([self.lo // other, self.hi // other])
-
-    def __rfloordiv__(self, other):  # other // self: monotone in a divisor that keeps its sign
-        if not isinstance(other, int) or self.lo <= 0 <= self.hi:
-            raise Undecided(other)
-        return self.of([other // self.lo, other // self.hi])
-
-    def __mod__(self, other):
-        if not isinstance(other, int) or other <= 0 or self.lo // other != self.hi // other:
-            raise Undecided(other)
-        return IntRange(self.lo % other, self.hi % other)
-
-    def bit_length(self) -> int:
-        ends = {abs(v).bit_length() for v in (self.lo, self.hi)}
-        if len(ends) > 1 or self.lo < 0 < self.hi:
-            raise Undecided("bit_length")
-        return ends.pop()
-
-    def _decide(self, always: bool, never: bool) -> bool:
-        if always == never:
-            raise Undecided("comparison")
-        return always
-
-    def __lt__(self, other):
-        lo, hi = self._bounds(other)
-        return self._decide(self.hi < lo, self.lo >= hi)
-
-    def __le__(self, other):
-        lo, hi = self._bounds(other)
-        return self._decide(self.hi <= lo, self.lo > hi)
-
-    def __gt__(self, other):
-        lo, hi = self._bounds(other)
-        return self._decide(self.lo > hi, self.hi <= lo)
-
-    def __ge__(self, other):
-        lo, hi = self._bounds(other)
-        return self._decide(self.lo >= hi, self.hi < lo)
-
-    def __eq__(self, other):
-        lo, hi = self._bounds(other)
-        return self._decide(self.lo == self.hi == lo == hi, self.hi < lo or self.lo > hi)
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __bool__(self):
-        return self != 0
-
-    def _undecided(self, *_):
-        raise Undecided("operation")
-
-    __hash__ = __index__ = __int__ = __float__ = __str__ = __format__ = __iter__ = __len__ = _undecided
-    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __and__ = __rand__ = __or__ = __ror__ = _undecided
-    __xor__ = __pow__ = __rpow__ = __truediv__ = __rtruediv__ = __abs__ = __round__ = __rmod__ = _undecided
-
-
-def _plain(value) -> bool:
-    """No IntRange inside: the value holds for every integer of the range it was computed for."""
-    if dataclasses.is_dataclass(value):
-        return all(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
-    if isinstance(value, tuple):
-        return all(_plain(v) for v in value)
-    return isinstance(value, (bool, int, str, type(None)))
-
-
-def _answer(function: Callable[[int], object], n):
-    try:
-        return function(n)
-    except ValueError as error:  # a refusal is a decision too (backward_grid on a split that cannot fit)
-        return f"ValueError: {error}"
-
-
-def walk(function: Callable[[int], object], lo: int, hi: int) -> List[Tuple[int, object]]:
-    """function(n) for every n in lo … hi as runs [(first n, value), …], asking about ranges where it can:
-    first each power-of-two bucket (2^k, 2^(k+1)], halved until a range answers with a plain value."""
-    edges = sorted({lo, hi + 1} | {(1 << k) + 1 for k in range(hi.bit_length() + 1) if lo < (1 << k) + 1 <= hi})
-    todo = [(a, b - 1) for a, b in zip(edges[:-1], edges[1:])][::-1]
-    runs: List[Tuple[int, object]] = []
-    while todo:
-        a, b = todo.pop()
-        if a == b:
-            value = _answer(function, a)
-        else:
-            try:
-                value = _answer(function, IntRange(a, b))
-            except (Undecided, TypeError, AttributeError):
-                value = IntRange
-            if value is IntRange or not _plain(value):
-                mid = (a + b) // 2
-                todo += [(mid + 1, b), (a, mid)]
-                continue
-        if not runs or runs[-1][1] != value:
-            runs.append((a, value))
-    return runs
 
 
 # ---- what is recorded ----
@@ -240,7 +90,7 @@ def _per_tile(config: cfg.TileConfig) -> Dict[str, list]:
     """What the launchers derive from a picked tile, at a few inputs each (in the order of the names' lists)."""
     b = config.block_n
     widths = sorted({max(1, b - 1), b, b + 1, 2 * b, 3 * b + 1, N_MAX})
-    grid = lambda *args, **kw: _answer(lambda _: cfg.backward_grid(config, *args, **kw), 0)  # noqa: E731
+    grid = lambda *args, **kw: decision(lambda _: cfg.backward_grid(config, *args, **kw), 0)  # noqa: E731
     return {
         "joins_stats layer_norm=False,True": [cfg.joins_stats(config, False), cfg.joins_stats(config, True)],
         "takes_pairs backward=False,True holds_pairs": [cfg.takes_pairs(config, False),
@@ -269,7 +119,7 @@ class Record:
         if isinstance(value, cfg.TileConfig):
             text = " ".join(f"{f.name}={getattr(value, f.name)!r}" for f in dataclasses.fields(value))
             return f"#{self.tiles.setdefault(text, len(self.tiles))}"
-        if isinstance(value, str):  # _answer's refusal
+        if isinstance(value, str):  # decision's refusal
             return value.split(":", 1)[0]
         return repr(value)
 
