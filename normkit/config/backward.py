@@ -18,8 +18,8 @@ WHOLE_ROW_MAX = 16384
 # Short rows: 8192 elements a tile (up to 64 rows) on 4 warps, two an SM (16384×4096 160 → 119 µs against
 # 4096-element tiles on 8 warps, four an SM; QK-norm 524288×128: 64 rows 240 → 156 µs against 32)
 SHORT_TILE_ELEMENTS, SHORT_MAX_BLOCK_M = 8192, 64
-# QK-norm rows of 128 that do not stage (not 2-byte and aligned), without dresidual_out: 32 rows on 2 warps,
-# four an SM (524288×128 140.7 → 130.3 µs)
+# QK-norm rows of 128 that do not stage (4-byte, or not vector-aligned), without dresidual_out: 32 rows on
+# 2 warps, four an SM (524288×128 140.7 → 130.3 µs)
 SHORT_128 = Whole(block_m=32, warps=2, per_sm=4)
 # 2-byte vector-aligned rows: the row loop's loads staged 3 deep in shared memory (cp.async), two row blocks in
 # flight a program against prefetch's one (16384 rows, RMSNorm / LayerNorm, against the prefetching tiles)
@@ -71,49 +71,50 @@ COLUMNS = Columns(block_m=2, block_n=4096, warps=16, per_sm=2)
 # ---- split rows, prefetching parts (docs/design.md#split-rows) ----
 
 # LayerNorm's 2-byte rows: 2 × 2048 on 4 warps, two an SM (8192×32768 631.8 → 578.1 µs, 4096×65536 683 → 598)
-PAIRED = Split(block_m=2, part_bytes=4096, warps=4, per_sm=2, prefetch=True)
+LAYER_NORM_PARTS = Split(block_m=2, part_bytes=4096, warps=4, per_sm=2, prefetch=True)
 # ... its rows of 32768: 2 × 2048 on 8 warps, capped at 128 registers, two an SM (8192×32768 580.7 → 543.2 µs)
-PAIRED_LAYER_NORM_32768 = Split(block_m=2, part_bytes=4096, warps=8, per_sm=2, max_registers=128, prefetch=True)
+LAYER_NORM_PARTS_32768 = Split(block_m=2, part_bytes=4096, warps=8, per_sm=2, max_registers=128, prefetch=True)
 # RMSNorm's 2-byte rows: 1 × 4096 on 4 warps, two an SM (8192×32768 550.6 → 502.3 µs, 4096×16384 125.0 → 118.2)
-PAIRED_RMS = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, prefetch=True)
+RMS_PARTS = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, prefetch=True)
 # 1 × 2048 on 4 warps capped at 128 registers, four an SM: RMSNorm's and the fused add's rows of 65536 and 262144,
 # the fused add's of 16384 (RMSNorm 4096×65536 448.8 → 433.2 µs, fused add 629.7 → 598.9; ×16384 163.5 → 158.7)
-FOUR_AN_SM = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, prefetch=True)
+CAPPED_PARTS = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, prefetch=True)
 # ... at 131072: 1 × 4096 on 8 warps capped, two an SM (RMSNorm 2048×131072 463.7 → 438.4 µs, fused add 642 → 614)
-WIDE_PARTS_131072 = Split(block_m=1, part_bytes=8192, warps=8, per_sm=2, max_registers=128, prefetch=True)
+CAPPED_PARTS_131072 = Split(block_m=1, part_bytes=8192, warps=8, per_sm=2, max_registers=128, prefetch=True)
 # Where the paired parts cannot all be resident: 2 × 4096 on 8 warps, one an SM (LayerNorm 4096×65536
 # 814.5 → 689.1 µs against 1 × 8192; fused add 4096×16384 202.7 → 172.2 against the whole row)
-NARROW = Split(block_m=2, part_bytes=8192, warps=8, per_sm=1, prefetch=True)
+FEWER_PARTS = Split(block_m=2, part_bytes=8192, warps=8, per_sm=1, prefetch=True)
 # ... then 1 × 8192 on 8 warps, one an SM (8192×32768 682 → 606 µs against 2 × 8192 on 16 unprefetched);
 # also the fused add's rows wider than 65536 (32 parts of 4096 lost: 2048×131072 709.3 → 755.8 µs)
-WIDE = Split(block_m=1, part_bytes=16384, warps=8, per_sm=1, prefetch=True)
+FEWEST_PARTS = Split(block_m=1, part_bytes=16384, warps=8, per_sm=1, prefetch=True)
 # fp32 rows: 1 × 2048 on 4 warps, two an SM, holding the previous row block (RMSNorm 4096×65536 877.3 → 854.3 µs)
-FP32_HELD = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, prefetch=True)
+FP32_PARTS_HELD = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, prefetch=True)
 FP32_HELD_MAX = {False: 65536, True: 16384}  # keyed by layer_norm; the fused add's never hold it
 # ... wider, or the fused add's: re-reading it after the exchange, three an SM (RMSNorm 2048×131072 965.3 → 920.7)
-FP32_RELOAD = Split(block_m=1, part_bytes=8192, warps=4, per_sm=3, reload=True, prefetch=True)
+FP32_PARTS_REREAD = Split(block_m=1, part_bytes=8192, warps=4, per_sm=3, reload=True, prefetch=True)
 # fp64 rows, and fp32 ones where those parts cannot all be resident: 16 KB parts on 16 warps, one an SM (the
 # 2-byte parts in fp32 spill: 8192×32768 13362 → 1031 µs)
-WIDE_ELEMENTS = Split(block_m=1, part_bytes=16384, warps=16, per_sm=1, prefetch=True)
+FP64_PARTS = Split(block_m=1, part_bytes=16384, warps=16, per_sm=1, prefetch=True)
 
 # ---- split rows, staged parts (vector-aligned rows: the exchange's wait spins in PTX, so Triton's pipeliner
 # takes the parts' row loop and stages its loads in shared memory) ----
 
 # 2-byte parts: 1 × 2048 on 4 warps, four an SM, 3 deep (RMSNorm 8192×32768 440.3 → 410.1 µs, fused add 631 → 508)
-STAGED = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, stages=3)
+STAGED_PARTS = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, stages=3)
 # ... the fused LayerNorm's rows of 32768 / 65536 four deep (607 → 580 µs, 625 → 596)
-STAGED_FOUR_DEEP = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, stages=4)
+STAGED_PARTS_FOUR_DEEP = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, max_registers=128, stages=4)
 # 1 × 4096 on 4 warps, two an SM (RMSNorm 2048×131072 438.9 → 430.6 µs; LayerNorm 4096×65536 512.8 → 448.8)
-STAGED_PAIRS = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, stages=3)
+STAGED_WIDER_PARTS = Split(block_m=1, part_bytes=8192, warps=4, per_sm=2, stages=3)
 # 1 × 8192 on 8 warps, one an SM (recomputing LayerNorm 1024×262144 740.8 → 554.9 µs)
-STAGED_WIDE = Split(block_m=1, part_bytes=16384, warps=8, per_sm=1, stages=3)
-STAGED_RMS = {131072: STAGED_PAIRS}  # RMSNorm without dresidual_out; else STAGED
-STAGED_LAYER_NORM = {16384: STAGED, 32768: STAGED_PAIRS, 65536: STAGED_PAIRS, 131072: STAGED_PAIRS,
-                     262144: STAGED_PAIRS}  # 4096×16384 134.3 → 126.6 µs; 8192×32768 512.3 → 486.0
-STAGED_FUSED_LAYER_NORM = {32768: STAGED_FOUR_DEEP, 65536: STAGED_FOUR_DEEP,
-                           131072: STAGED_PAIRS}  # else STAGED; 2048×131072 609.5 → 551.0 µs
+STAGED_WIDEST_PARTS = Split(block_m=1, part_bytes=16384, warps=8, per_sm=1, stages=3)
+STAGED_RMS = {131072: STAGED_WIDER_PARTS}  # RMSNorm without dresidual_out; else STAGED_PARTS
+# LayerNorm without dresidual_out (4096×16384 134.3 → 126.6 µs; 8192×32768 512.3 → 486.0), the fused LayerNorm
+# (else STAGED_PARTS; 2048×131072 609.5 → 551.0 µs)
+STAGED_LAYER_NORM = {16384: STAGED_PARTS, 32768: STAGED_WIDER_PARTS, 65536: STAGED_WIDER_PARTS,
+                     131072: STAGED_WIDER_PARTS, 262144: STAGED_WIDER_PARTS}
+STAGED_FUSED_LAYER_NORM = {32768: STAGED_PARTS_FOUR_DEEP, 65536: STAGED_PARTS_FOUR_DEEP, 131072: STAGED_WIDER_PARTS}
 # Recomputing the statistics (one spin wait takes the row sums and the statistics): 4096×65536 667.5 → 502.0 µs
-STAGED_LAYER_NORM_RECOMPUTE = {**STAGED_LAYER_NORM, 16384: STAGED_PAIRS, 262144: STAGED_WIDE}
+STAGED_LAYER_NORM_RECOMPUTE = {**STAGED_LAYER_NORM, 16384: STAGED_WIDER_PARTS, 262144: STAGED_WIDEST_PARTS}
 # fp32 parts: 1 × 1024 on 4 warps, four an SM (RMSNorm 4096×16384 219.8 → 200.9 µs; fused add 290.2 → 253.4)
 STAGED_FP32 = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, stages=3)
 # ... RMSNorm's rows of 65536: 1 × 2048 on 8 warps, two an SM (4096×65536 850.4 → 803.8 µs)
@@ -124,9 +125,9 @@ STAGED_FP32_LAYER_NORM = Split(block_m=1, part_bytes=8192, warps=4, per_sm=3, st
 # ... LayerNorm's rows of 131072: 1 × 4096 on 8 warps, one an SM, four deep (2048×131072 902 → 865 µs)
 STAGED_FP32_LAYER_NORM_131072 = Split(block_m=1, part_bytes=16384, warps=8, per_sm=1, stages=4)
 # ... recomputing LayerNorm's: 1 × 4096 on 8 warps, 3 deep, {(residual, width): parts, None: keep prefetching}
-# (2048×131072 1078 → 951 µs; the fused 1024×262144 1429 → 1371; unfused 262144 prefetched 1005 against 1300)
-STAGED_FP32_LAYER_NORM_RECOMPUTE = {(False, 131072): STAGED_WIDE, (False, 262144): None,
-                                    (True, 131072): STAGED_WIDE, (True, 262144): STAGED_WIDE}
+# (2048×131072 1078 → 951 µs; the fused 1024×262144 1429 → 1371; unfused 262144 keeps prefetching: 1300 → 1005)
+STAGED_FP32_LAYER_NORM_RECOMPUTE = {(False, 131072): STAGED_WIDEST_PARTS, (False, 262144): None,
+                                    (True, 131072): STAGED_WIDEST_PARTS, (True, 262144): STAGED_WIDEST_PARTS}
 
 # The recomputing backward's split parts join their statistics' sum into the tree of Σ(g·h) / Σg (three barriers
 # fewer), but RMSNorm's parts holding more than 16 elements a thread (4096×16384 122.8 → 131.8 µs joined)
@@ -193,25 +194,26 @@ def _staged_split(p: Problem) -> Optional[Split]:
     if p.layer_norm and p.recompute:
         return STAGED_LAYER_NORM_RECOMPUTE.get(whole)
     if p.layer_norm:
-        return STAGED_FUSED_LAYER_NORM.get(whole, STAGED) if p.residual else STAGED_LAYER_NORM.get(whole)
-    return STAGED if p.residual else STAGED_RMS.get(whole, STAGED)
+        return STAGED_FUSED_LAYER_NORM.get(whole, STAGED_PARTS) if p.residual else STAGED_LAYER_NORM.get(whole)
+    return STAGED_PARTS if p.residual else STAGED_RMS.get(whole, STAGED_PARTS)
 
 
 def _prefetching_splits(p: Problem) -> tuple:
     whole, x = p.whole, p.x_bytes
     if x > 4:
-        return (WIDE_ELEMENTS,)
+        return (FP64_PARTS,)
     if x == 4:
         held = not p.residual and whole <= FP32_HELD_MAX[p.layer_norm]
-        return (FP32_HELD if held else FP32_RELOAD, WIDE_ELEMENTS)
+        return (FP32_PARTS_HELD if held else FP32_PARTS_REREAD, FP64_PARTS)
     if whole <= WHOLE_ROW_MAX:
-        return (PAIRED if p.layer_norm else FOUR_AN_SM if p.residual else PAIRED_RMS, NARROW)
+        return (LAYER_NORM_PARTS if p.layer_norm else CAPPED_PARTS if p.residual else RMS_PARTS, FEWER_PARTS)
     if p.layer_norm:
-        return (PAIRED_LAYER_NORM_32768 if whole == 32768 and not p.residual else PAIRED, NARROW, WIDE)
-    first = {65536: (FOUR_AN_SM,), 131072: (WIDE_PARTS_131072,), 262144: (FOUR_AN_SM,)}.get(whole, ())
+        first = LAYER_NORM_PARTS_32768 if whole == 32768 and not p.residual else LAYER_NORM_PARTS
+        return (first, FEWER_PARTS, FEWEST_PARTS)
+    first = {65536: (CAPPED_PARTS,), 131072: (CAPPED_PARTS_131072,), 262144: (CAPPED_PARTS,)}.get(whole, ())
     if p.residual and whole > 131072:
         first = ()
-    return first + (WIDE,) if p.residual and whole > 65536 else first + (PAIRED_RMS, WIDE)
+    return first + (FEWEST_PARTS,) if p.residual and whole > 65536 else first + (RMS_PARTS, FEWEST_PARTS)
 
 
 def may_stage(n: int, element_size: int) -> bool:

@@ -70,16 +70,16 @@ RMS_WHOLE_65536 = Whole(block_m=1, warps=32, reload=True)
 # RMSNorm's 2-byte x with a 2-byte y from 131072 only (65536: RMS_WHOLE_65536)
 SPLIT_MIN, SPLIT_MAX = 65536, 262144
 # RMSNorm, 2-byte x: 16 KB parts of the wider of x and y on 4 warps, four an SM, the weight held in registers
-# (bf16 2048×131072 348 → 282 µs against column tiles, → 274 holding the weight; with an fp32 y 572 → 423)
+# (bf16 2048×131072 349.6 → 317.1 µs against column tiles, holding the weight 282.2 → 273.8; fp32 y 640 → 490)
 RMS_SPLIT = Split(block_m=1, part_bytes=16384, warps=4, per_sm=4, reload=True, hold_weight=True)
-# RMSNorm, fp32 x: 16 KB parts on 8 warps, four an SM (4096×65536 676 → 578 µs; fp32 x, bf16 y 610 → 504)
+# RMSNorm, fp32 x: 16 KB parts on 8 warps, four an SM (4096×65536 676 → 578 µs; bf16 y 1024×262144 627 → 436)
 RMS_SPLIT_FP32 = Split(block_m=1, part_bytes=16384, warps=8, per_sm=4, reload=True)
 # ... holding the weight at 262144 with an fp32 y (1024×262144 591 → 534 µs; not at 65536 / 131072: +6 %)
 RMS_SPLIT_FP32_262144 = Split(block_m=1, part_bytes=16384, warps=8, per_sm=4, reload=True, hold_weight=True)
 # LayerNorm, 2-byte x: 16 KB parts of x on 4 warps, four an SM under a 128-register cap (bf16 2048×131072
 # 385 → 349 µs, 1024×262144 406 → 338, 4096×65536 352 → 323 against the three reads)
 LAYER_NORM_SPLIT = Split(block_m=1, part_bytes=16384, warps=4, per_sm=4, reload=True, max_registers=128)
-# LayerNorm, fp32 x: the same parts holding the weight and bias (fp32 4096×65536 765 → 632 → 544 µs held)
+# LayerNorm, fp32 x: the same parts holding the weight and bias (4096×65536 765 → 632 µs; holding 590 → 544)
 LAYER_NORM_SPLIT_FP32 = Split(block_m=1, part_bytes=16384, warps=4, per_sm=4, reload=True, max_registers=128,
                               hold_weight=True)
 
@@ -87,8 +87,8 @@ LAYER_NORM_SPLIT_FP32 = Split(block_m=1, part_bytes=16384, warps=4, per_sm=4, re
 # the fused LayerNorm rows wider than WHOLE_ROW_MAX
 FUSED_SPLIT_MIN_BYTES = 65536
 # The fused forwards (2- and 4-byte x): 4 KB parts of the wider of x and the residual, eight an SM asked, their
-# loads staged 3 deep, the previous row block held across the exchange (fused add bf16 4096×65536 723 → 549 µs,
-# fp32 1185 → 1070; the fused LayerNorm bf16 759 → 662)
+# loads staged 3 deep, the previous row block held across the exchange (against column tiles: fused add bf16
+# 4096×65536 722 → 550 µs; the fused LayerNorm 759 → 662; against re-reading parts: fp32 fused add 1185 → 1070)
 FUSED_SPLIT_STAGED = Split(block_m=1, part_bytes=4096, warps=4, per_sm=8, stages=3)
 # ... where those parts cannot all be resident, or for fp64: 8 KB parts of x re-reading the previous row block
 # (fused add bf16 4096×65536 722 → 607 µs against column tiles)
