@@ -41,7 +41,7 @@ RELOAD_MIN = 4096
 RELOAD_CAP = 32
 RELOAD_CAP_MIN = 16384
 # LayerNorm's 2-byte rows of 16384 (2-byte y and residual) held under a 64-register cap: two programs of 16
-# warps an SM (4096×16384 bf16: plain 72.6 → 70.7 µs re-read → held capped, fused 139.0 → 133.8)
+# warps an SM (4096×16384 bf16: plain 72.6 re-read → 70.7 µs, fused 139.0 held uncapped → 133.8)
 LAYER_NORM_HELD_CAP_16384 = 64
 
 # ---- column tiles (N > WHOLE_ROW_MAX) ----
