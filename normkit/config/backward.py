@@ -135,7 +135,8 @@ JOIN_STATS_RMS_MAX_ELEMENTS = 16
 
 
 def backward_tile(p: Problem) -> TileConfig:
-    """The backward's tile on a GPU: the first rung of the ladder that answers."""
+    """The backward's tile on a GPU, the first rung that answers: staged whole rows (2-byte, vector-aligned),
+    whole rows of 128 … 8192, split parts whose every part is resident, a whole row of 16384, column tiles."""
     whole, x = p.whole, p.x_bytes
     staged = _staged_whole(p) if x == 2 and p.vector_aligned else None
     if staged is not None:

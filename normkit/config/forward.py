@@ -96,7 +96,8 @@ FUSED_SPLIT = Split(block_m=1, part_bytes=8192, warps=8, per_sm=4, reload=True)
 
 
 def forward_tile(p: Problem) -> TileConfig:
-    """The forward's tile on a GPU: the first rung of the ladder that answers."""
+    """The forward's tile on a GPU, the first rung that answers: split rows without a residual, LayerNorm's three
+    reads, the fused forwards' split rows, column tiles (and RMSNorm's whole rows of 65536), whole rows."""
     whole, x, y = p.whole, p.x_bytes, p.y_bytes
     plain_rms = not (p.residual or p.layer_norm)
     split = _plain_split(p)  # RMSNorm's parts are sized by the wider of x and y, LayerNorm's by x
@@ -158,7 +159,7 @@ def _whole_row(p: Problem) -> TileConfig:
 
 
 def _reads_y_again(p: Problem) -> tuple:
-    """(reload, max_registers) of a whole row: rows of ≥ RELOAD_MIN read x again for y, but those below hold it."""
+    """(reload, max_registers) of a whole row: rows of ≥ RELOAD_MIN read x again for y, but for those `held` names."""
     whole, x, y, ln = p.whole, p.x_bytes, p.y_bytes, p.layer_norm
     all_2_byte = x == y == 2 and (not p.residual or p.residual_bytes == 2)
     held_cap = LAYER_NORM_HELD_CAP_16384 if ln and all_2_byte and whole == 16384 else 0
