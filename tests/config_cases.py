@@ -5,13 +5,14 @@ it to `ops.launch_fwd` / `ops.launch_bwd`), tools/config_coverage.py (prints the
 tools/sanitize_sweep.py (runs each one under compute-sanitizer on the GPU).
 
 The configurations are found by asking the heuristic itself for every N in 1 … N_MAX (not by
-reading its constants), so a change to the heuristics changes the list, and the tests follow.
+reading its constants), so a change to the heuristics changes the list, and the tests follow. `walk` asks
+about ranges of N at once (`IntRange`), so the enumeration takes seconds, not minutes.
 """
 
 import dataclasses
 import functools
 import itertools
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from normkit import config as cfg
 
@@ -28,18 +29,171 @@ GPU_SCENARIOS = ((1, H200_SMS), (8, H200_SMS), (64, H200_SMS))
 RESIDUAL_SCENARIOS = (False, True)
 # LayerNorm has tiles of its own at some widths, forward and backward: both enumerations ask for both.
 LAYER_NORM_SCENARIOS = (False, True)
-# The backward joins its row sums on more tiles for 4-byte elements: it asks for both sizes.
+# Both directions take tiles of their own for 4-byte elements: both enumerations ask for both sizes.
 ELEMENT_SIZE_SCENARIOS = (2, 4)
 # The fused forwards hold some whole rows of 2-byte x beside a 4-byte residual (config/forward.py
-# _FWD_HELD_4_BYTE_RESIDUAL): the forward's enumeration asks for the residual's size as x's (0) and 4.
+# _reads_y_again): the forward's enumeration asks for the residual's size as x's (0) and 4.
 RESIDUAL_ELEMENT_SIZE_SCENARIOS = (0, 4)
 # The backward stages 2-byte rows only where they load as 16-byte vectors (vector_aligned): the
 # others keep the prefetching tiles, so the 2-byte enumeration asks for both.
 VECTOR_ALIGNED_SCENARIOS = (True, False)
 # The recomputing backward (no saved statistics) stages 2-byte split parts of its own choice (config/backward.py
-# _STAGED_LAYER_NORM_RECOMPUTE) and prefetches the 4-byte ones the saved statistics' backward stages: the
+# STAGED_LAYER_NORM_RECOMPUTE) and prefetches the 4-byte ones the saved statistics' backward stages: the
 # enumeration asks for it where it can differ (vector-aligned rows).
 RECOMPUTE_SCENARIOS = (False, True)
+
+
+class Undecided(BaseException):
+    """A decision that differs across an IntRange: the walk halves the range. (BaseException, so the code
+    under test cannot catch it by accident with `except Exception`.)"""
+
+
+class IntRange:
+    """Every integer lo … hi at once, standing in for an int argument. Arithmetic gives a range holding every
+    possible result; a comparison answers only if it has one answer for every integer of the range, else it
+    raises Undecided. Anything else (hashing, indexing, formatting, bit operations) raises Undecided too."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+    def __repr__(self):
+        return f"IntRange({self.lo}, {self.hi})"
+
+    @staticmethod
+    def _bounds(other) -> Tuple[int, int]:
+        if isinstance(other, IntRange):
+            return other.lo, other.hi
+        if isinstance(other, int):
+            return other, other
+        raise Undecided(other)
+
+    @staticmethod
+    def of(values) -> "IntRange":
+        return IntRange(min(values), max(values))
+
+    def __add__(self, other):
+        lo, hi = self._bounds(other)
+        return IntRange(self.lo + lo, self.hi + hi)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return IntRange(-self.hi, -self.lo)
+
+    def __sub__(self, other):
+        return self + -IntRange(*self._bounds(other))
+
+    def __rsub__(self, other):
+        return -self + other
+
+    def __mul__(self, other):
+        lo, hi = self._bounds(other)
+        return self.of([a * b for a in (self.lo, self.hi) for b in (lo, hi)])
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):  # monotone in the dividend for a fixed divisor
+        if not isinstance(other, int) or other == 0:
+            raise Undecided(other)
+        return self.of([self.lo // other, self.hi // other])
+
+    def __rfloordiv__(self, other):  # other // self: monotone in a divisor that keeps its sign
+        if not isinstance(other, int) or self.lo <= 0 <= self.hi:
+            raise Undecided(other)
+        return self.of([other // self.lo, other // self.hi])
+
+    def __mod__(self, other):
+        if not isinstance(other, int) or other <= 0 or self.lo // other != self.hi // other:
+            raise Undecided(other)
+        return IntRange(self.lo % other, self.hi % other)
+
+    def bit_length(self) -> int:
+        ends = {abs(v).bit_length() for v in (self.lo, self.hi)}
+        if len(ends) > 1 or self.lo < 0 < self.hi:
+            raise Undecided("bit_length")
+        return ends.pop()
+
+    def _decide(self, always: bool, never: bool) -> bool:
+        if always == never:
+            raise Undecided("comparison")
+        return always
+
+    def __lt__(self, other):
+        lo, hi = self._bounds(other)
+        return self._decide(self.hi < lo, self.lo >= hi)
+
+    def __le__(self, other):
+        lo, hi = self._bounds(other)
+        return self._decide(self.hi <= lo, self.lo > hi)
+
+    def __gt__(self, other):
+        lo, hi = self._bounds(other)
+        return self._decide(self.lo > hi, self.hi <= lo)
+
+    def __ge__(self, other):
+        lo, hi = self._bounds(other)
+        return self._decide(self.lo >= hi, self.hi < lo)
+
+    def __eq__(self, other):
+        lo, hi = self._bounds(other)
+        return self._decide(self.lo == self.hi == lo == hi, self.hi < lo or self.lo > hi)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __bool__(self):
+        return self != 0
+
+    def _undecided(self, *_):
+        raise Undecided("operation")
+
+    __hash__ = __index__ = __int__ = __float__ = __str__ = __format__ = __iter__ = __len__ = _undecided
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __and__ = __rand__ = __or__ = __ror__ = _undecided
+    __xor__ = __pow__ = __rpow__ = __truediv__ = __rtruediv__ = __abs__ = __round__ = __rmod__ = _undecided
+
+
+def _plain(value) -> bool:
+    """No IntRange inside: the value holds for every integer of the range it was computed for."""
+    if dataclasses.is_dataclass(value):
+        return all(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (bool, int, type(None))) or isinstance(value, str) and "IntRange(" not in value
+
+
+def decision(function: Callable[[int], object], n: int):
+    """function(n), or "ValueError: …" where it refuses: a refusal is a decision too (backward_grid on a split
+    that cannot fit)."""
+    try:
+        return function(n)
+    except ValueError as error:
+        return f"ValueError: {error}"
+
+
+def walk(function: Callable[[int], object], lo: int, hi: int) -> List[Tuple[int, object]]:
+    """function(n) for every n in lo … hi as runs [(first n, value), …], asking about ranges where it can:
+    first each power-of-two bucket (2^k, 2^(k+1)], halved until a range answers with a plain value."""
+    edges = sorted({lo, hi + 1} | {(1 << k) + 1 for k in range(hi.bit_length() + 1) if lo < (1 << k) + 1 <= hi})
+    todo = [(a, b - 1) for a, b in zip(edges[:-1], edges[1:])][::-1]
+    runs: List[Tuple[int, object]] = []
+    while todo:
+        a, b = todo.pop()
+        if a == b:
+            value = decision(function, a)
+        else:
+            try:
+                value = function(IntRange(a, b))
+            except (Undecided, Exception):  # whatever a range cannot answer, single N will
+                value = IntRange
+            if value is IntRange or not _plain(value):
+                mid = (a + b) // 2
+                todo += [(mid + 1, b), (a, mid)]
+                continue
+        if not runs or runs[-1][1] != value:
+            runs.append((a, value))
+    return runs
 
 
 def _picker():
@@ -77,12 +231,11 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
                    for ln in LAYER_NORM_SCENARIOS for size in ELEMENT_SIZE_SCENARIOS
                    for res_size in RESIDUAL_ELEMENT_SIZE_SCENARIOS if not res_size or (residual and size == 2)))
     for heads, sms in scenarios:
-        for residual, layer_norm, element_size, aligned, recompute, residual_size in variants:
-            for n in range(1, n_max + 1):
-                config = pick(n, backward, interpret, heads, sms, residual, layer_norm, element_size, aligned,
-                              recompute, residual_size)
-                lo, hi = found.get(config, (n, n))
-                found[config] = (min(lo, n), max(hi, n))
+        for args in variants:
+            runs = walk(lambda n: pick(n, backward, interpret, heads, sms, *args), 1, n_max)
+            for (first, config), (after, _) in zip(runs, runs[1:] + [(n_max + 1, None)]):
+                lo, hi = found.get(config, (first, after - 1))
+                found[config] = (min(lo, first), max(hi, after - 1))
     return found
 
 

@@ -335,7 +335,7 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
             assert (config.block_m * whole, config.num_warps, config.programs_per_sm) == (
                 (elements, 2, 4) if residual else (elements, 1, 8) if layer_norm else (elements, 1, 4)), config
         assert not (config.async_stages and config.prefetch)
-        plain = size == 4 and cfg.next_power_of_2(n) == 4096 and not residual  # _BWD_PLAIN_4_BYTE
+        plain = size == 4 and cfg.next_power_of_2(n) == 4096 and not residual  # config.backward.PLAIN_FP32_4096
         if size != 2 and 1024 <= cfg.next_power_of_2(n) <= 8192:
             assert config.prefetch != plain, (n, residual, layer_norm, size, config)
         # rows that do not load as 16-byte vectors cannot be staged (cp.async): the prefetching tile
@@ -617,7 +617,7 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
 def test_mixed_dtype_rows_of_32768_take_their_own_tiles():
     """Rows of 32768 where x and y differ in size (run ZZZZZZI): RMSNorm's fp32 x with a 2-byte y holds the
     whole row on 32 warps (not re-read; fp32 y keeps the re-read), LayerNorm's bf16 x with an fp32 y the whole
-    row too, not the three reads a bf16 y takes (config._FWD_LAYER_NORM_CENTERED)."""
+    row too, not the three reads a bf16 y takes (config.forward.LAYER_NORM_CENTERED)."""
     pick = lambda size, out, ln: cfg.tile_config(32768, False, False, multiprocessors=132, layer_norm=ln,  # noqa: E731
                                                  element_size=size, out_element_size=out)
     assert pick(4, 2, False) == cfg.TileConfig(1, 32768, True, 32)
@@ -695,7 +695,7 @@ def test_backward_drops_column_mask_for_full_two_byte_tiles():
 def test_finisher_strips_widen_where_the_partial_rows_are_few():
     """config.finish_config on a GPU: every partial row in one step (up to 512), on 16-column strips
     where G > 128 or the row is narrower than 8192, as before; where the split parts' few groups leave
-    G small, strips of _FINISH_VALUES values on 2 warps while the row keeps 256 of them (8 × 512 at
+    G small, strips of grid._FINISH_VALUES values on 2 warps while the row keeps 256 of them (8 × 512 at
     G = 8, N = 131072, not 8 × 16: run ZZZZZQ)."""
     tile = lambda rows, n: (lambda c: (c.block_m, c.block_n, c.num_warps))(cfg.finish_config(False, rows, n))
     assert tile(528, 4096) == (512, 16, 4) and tile(132, 4096) == (256, 16, 4)  # the old strips

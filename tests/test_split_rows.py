@@ -167,8 +167,8 @@ def test_split_forward_matches_float64(family, dtype, m, n, config):
                                              (torch.float32, torch.bfloat16)], ids=str)
 def test_rms_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype):
     """RMSNorm's forward through the GPU heuristic where y's size picks the tile
-    (config._FWD_SPLIT_RMS, _FWD_RELOAD_CAP: split parts of 16 KB of the wider of x and y, whole rows
-    capped only for a 2-byte y): y and rstd against float64, y pre-filled with NaN."""
+    (config.forward.RMS_SPLIT / RMS_SPLIT_FP32, RELOAD_CAP: split parts of 16 KB of the wider of x and y,
+    whole rows capped only for a 2-byte y): y and rstd against float64, y pre-filled with NaN."""
     from normkit import reference
 
     x, w, _, _, _ = _inputs(33, n, dtype, seed=n)
@@ -189,8 +189,8 @@ def test_rms_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype):
     (torch.float32, torch.bfloat16, None), (torch.bfloat16, torch.bfloat16, torch.bfloat16),
     (torch.bfloat16, torch.bfloat16, torch.float32), (torch.float32, torch.float32, torch.float32)], ids=str)
 def test_layer_norm_forward_heuristic_matches_float64_for_each_y(n, dtype, out_dtype, residual_dtype):
-    """LayerNorm's forward through the GPU heuristic on rows wider than 32768 (config._FWD_SPLIT_LAYER_NORM:
-    16 KB parts of x by x's and y's sizes; with a residual the fused add's 8 KB parts, _FWD_SPLIT_RESIDUAL;
+    """LayerNorm's forward through the GPU heuristic on rows wider than 32768 (config.forward.LAYER_NORM_SPLIT:
+    16 KB parts of x by x's and y's sizes; with a residual the fused add's 8 KB parts, FUSED_SPLIT;
     else the staged or three-read column tiles): y, residual_out, mean and rstd against float64, outputs
     pre-filled with NaN."""
     from normkit import reference
@@ -220,7 +220,7 @@ def test_layer_norm_forward_heuristic_matches_float64_for_each_y(n, dtype, out_d
     (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32), (torch.float32, torch.float32),
     (torch.float16, torch.float16), (torch.float64, torch.float64)], ids=str)
 def test_fused_add_forward_heuristic_matches_float64(n, dtype, residual_dtype):
-    """The fused add's forward through the GPU heuristic on rows it splits (config._FWD_SPLIT_RESIDUAL_STAGED:
+    """The fused add's forward through the GPU heuristic on rows it splits (config.forward.FUSED_SPLIT_STAGED:
     staged parts of 4 KB of the wider of x and the residual, holding the previous row block across the
     exchange; 8-byte rows in 8 KB parts re-reading it): y, residual_out and rstd against float64, outputs
     pre-filled with NaN."""

@@ -124,7 +124,7 @@ def cases():
         yield (f"fwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                     STORE_STATS=True), 8)
-        if one_tile:  # y from the row read again (RELOAD: config._FWD_RELOAD_MIN)
+        if one_tile:  # y from the row read again (RELOAD: config.forward.RELOAD_MIN)
             yield (f"fwd {dtype} reload rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                    dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                         STORE_STATS=True, RELOAD=True), 8)
@@ -160,12 +160,12 @@ def cases():
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
                             SPLIT=1, PREFETCH=True), 8)
-                # the row loop's loads staged in shared memory (cp.async: config._BWD_ASYNC_2_BYTE)
+                # the row loop's loads staged in shared memory (cp.async: config.backward.STAGED_WHOLE)
                 yield (f"bwd {dtype} async-stages rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra, RECOMPUTE_STATS=recompute,
                             SPLIT=1, PREFETCH=False, ASYNC_STAGES=3), 8)
-                # one-row tiles summing Σ(g·h) and Σg in one tree (config._JOIN_SUMS_ROWS)
+                # one-row tiles summing Σ(g·h) and Σg in one tree (config.backward.PREFETCH_WHOLE's joined_sums)
                 yield (f"bwd {dtype} joined-sums rms={rms} all_flags={extra} recompute={recompute}",
                        norm_bwd_kernel, dtype, pointers,
                        dict(block, BLOCK_M=1, BLOCK_N=8192, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_DRESIDUAL=extra,

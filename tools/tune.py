@@ -31,7 +31,7 @@ SHAPES = ["524288x128", "16384x1024", "16384x2048", "4096x2048", "16384x4096", "
 
 def candidates(n, kind, one_tile_limit=None, max_tile=16384):
     whole = 1 << (n - 1).bit_length()
-    limit = one_tile_limit or (cfg._MAX_ONE_TILE_BWD if kind == "bwd" else cfg._MAX_ONE_TILE_FWD)
+    limit = one_tile_limit or (cfg.BACKWARD_WHOLE_ROW_MAX if kind == "bwd" else cfg.FORWARD_WHOLE_ROW_MAX)
     out = []
     if whole <= limit:
         tiles = [t for t in (2048, 4096, 8192, 16384, 32768) if t <= max(max_tile, whole)]
@@ -150,7 +150,7 @@ def main(argv=None):
                    help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
     p.add_argument("--out-dtype", choices=list(DTYPES),
                    help="forward: y in this dtype (default: --dtype), e.g. fp32; the heuristic's tile takes y's size "
-                        "(a 4-byte y spilled the register-capped whole rows: config._FWD_RELOAD_CAP)")
+                        "(a 4-byte y spilled the register-capped whole rows: config.forward.RELOAD_CAP)")
     p.add_argument("--residual-dtype", choices=list(DTYPES),
                    help="forward, fused add (or LayerNorm with --residual): the residual and residual_out in this "
                         "dtype (default: --dtype), e.g. fp32 (a residual kept in fp32)")

@@ -33,11 +33,10 @@ def backward_grid(config: TileConfig, m: int, multiprocessors: int, n: int = 0, 
     """Persistent programs for the backward, at most one per row block. For a split config: groups
     of split_parts programs, few enough that all groups·parts·heads programs are resident at once.
 
-    resident: how many programs of the compiled kernel fit on a multiprocessor
-    (`resident_programs`); None: as many as the config asks. The rows are dealt to the programs
-    in a fixed cycle, so a program that is not resident starts only when another has finished all
-    its rows: asking for more programs an SM than fit runs the kernel in two waves (device run
-    ZK: LayerNorm fp32 16384×4096 on 1 × 4096 tiles, 2 asked and 1 fitting, 211.8 µs against 197)."""
+    resident: how many programs of the compiled kernel fit on a multiprocessor (`resident_programs`); None:
+    as many as the config asks. The rows are dealt to the programs in a fixed cycle, so a program that is not
+    resident starts only when another has finished all its rows: asking for more than fit runs the kernel in
+    two waves (H200, LayerNorm fp32 16384×4096 on 1 × 4096 tiles, 2 asked and 1 fitting: 197 → 211.8 µs)."""
     row_blocks = cdiv(m, config.block_m)
     per_sm = config.programs_per_sm if resident is None else max(1, min(config.programs_per_sm, resident))
     slots = multiprocessors * per_sm
@@ -65,22 +64,12 @@ def resident_programs(registers: int, num_warps: int, shared_bytes: int, sm_regi
     return max(0, min(by_registers, by_threads, by_shared, max_programs))
 
 
-# The dweight finisher on a GPU sums G partial rows (the persistent programs, or the split parts'
-# groups: 4-528 on an H200; L2-resident, just written). It is latency-bound: a program walking G rows
-# BLOCK_G at a time pays one L2 round trip per step. tools/time_finisher.py (run Q, H200): 32 × 128
-# tiles (9 dependent steps for G = 264, N/128 programs) took 6.2-6.4 µs for G = 264 and 4.0 µs for
-# G = 132; all G rows in one step on 16-column strips (N/16 programs) 1.8-2.1 µs, within 0.1-0.2 µs of
-# the best of 60 tiles on every shape then (G ≥ 132). The split parts' few groups made those strips
-# tiny: G = 8 at 2048×131072 is 8 × 16 values a program, 8192 one-warp programs, 5.95 µs (10.96 with
-# dbias). Run ZZZZZQ's sweep (the finisher alone, every one- or two-step tile of 16-1024 columns on 1-8
-# warps): programs of at least _FINISH_VALUES values on 2 warps (64 a thread) came within 0.4 µs of
-# the best tile on each of ten (G, N, gradients) the heuristics make — G = 8 at 131072 5.95 → 2.02,
-# with dbias 10.96 → 2.39; G = 16 at 65536 3.55 → 1.97 (6.12 → 2.35); G = 33 at 32768 2.64 → 2.21
-# (3.86 → 2.97); G = 66 at 16384 2.26 → 2.19 (3.29 → 2.90) — and the old 16-column strips stay for
-# G > 128 (G = 132 at 4096: 1.84, the best; 2 warps there 1.94). Every winner kept ≥ _FINISH_PROGRAMS
-# programs a gradient; narrower rows keep the old strips (wider ones, fewer programs, took LayerNorm's
-# 4096×2048 backward 17.2 → 17.4 µs in run ZZZZZQ's A/B).
+# The dweight finisher sums G partial rows (4-528 on an H200, just written, in L2): it is latency-bound, one L2
+# round trip a step, so every row goes in one step (docs/design.md#finisher).
+# G > 128: 16-column strips, N/16 programs (H200 G = 264: 6.3 → 1.9 µs against 32 × 128 tiles in 9 steps)
 _FINISH_COLUMNS = 16
+# Fewer rows: strips widened while a program holds ≤ 4096 values on 2 warps and a gradient keeps ≥ 256 programs
+# (H200 G = 8 at N = 131072: 5.95 → 2.02 µs, with dbias 10.96 → 2.39; G = 16 at 65536: 3.55 → 1.97)
 _FINISH_VALUES = 4096
 _FINISH_PROGRAMS = 256
 _FINISH_MAX_ROWS = 512  # 512 × 16 fp32 = 64 values a thread on 4 warps; more rows take more steps

@@ -63,9 +63,6 @@ class TileConfig:
                              f"one_tile=True and prefetch=False (another way to load ahead), got {self}")
 
 
-_MAX_BLOCK_M = 64  # QK-norm rows of 128: 64 rows a tile won the backward (156 µs vs 240 for 32)
-
-
 def next_power_of_2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
@@ -85,10 +82,9 @@ def holds_pairs(config: TileConfig) -> bool:
 
 
 def takes_pairs(config: TileConfig, backward: bool) -> bool:
-    """Whether a GPU launch of the config upcasts bf16 by register pairs (convert.upcast's BF16_PAIRS)
-    — where it won (run ZZZZZN, BENCHMARKS design change 36): the forward's split parts and column
-    tiles (its whole rows spilled with it), the backward's whole rows and column tiles (its split parts
-    lost 0.5-1.3 %); and only where every thread holds two (`holds_pairs`)."""
+    """Whether a GPU launch of the config upcasts bf16 by register pairs (convert.upcast's BF16_PAIRS), where
+    it won: the forward's split parts and column tiles (its whole rows spilled with it), the backward's whole
+    rows and column tiles (its split parts lost 0.5-1.3 %); and only where every thread holds two (`holds_pairs`)."""
     where = not config.split if backward else config.split or not config.one_tile
     return where and holds_pairs(config)
 
