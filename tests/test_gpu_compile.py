@@ -99,7 +99,7 @@ def test_ptx_stats_compiles_the_forward_as_launched():
     three-read column tiles (CENTERED_PASS) at 32768, its split parts at 65536 (under their 128-register
     cap, unspilled) — and y's dtype (--out-dtype): RMSNorm's
     whole 2-byte row of 16384 runs under the 32-register cap with a 2-byte y and uncapped with a 4-byte
-    one, without spilling (a 4-byte y spilled 206 B under the cap: config._FWD_RELOAD_CAP); and the
+    one, without spilling (a 4-byte y spilled 206 B under the cap: config.forward.RELOAD_CAP); and the
     residual's dtype (--residual-dtype: a residual kept in fp32 beside bf16 x)."""
     lines = {}
     for family, widths, y in (("layer_norm", "32768,65536", []), ("rms", "16384", []),

@@ -3,7 +3,7 @@
 The list is what `normkit.config.tile_config` answers for every N in 1 … 262144 (GPU; the backward
 for an H200's 132 SMs with 1 and with 8 heads, where wide rows switch between split rows and column
 tiles) and 1 … 70000 (interpreter), found by calling it (tests/config_cases.py), not by reading its
-constants. tests/test_properties.py runs each of these configurations; RELIABILITY.md quotes this
+constants. tests/test_properties.py runs each of these configurations; docs/reliability.md quotes this
 output. No GPU needed:
 
     PYTHONPATH=$PWD python tools/config_coverage.py [--problems]

@@ -226,7 +226,7 @@ def _pass_table(results: Sequence[Dict], impls: Sequence[str], key: str) -> str:
 
 
 def render_markdown(results: Sequence[Dict], environment: Dict) -> str:
-    """Tables for BENCHMARKS.md, per family: backward, forward (GPU µs from CUDA-graph replays),
+    """Tables for benchmarks/README.md, per family: backward, forward (GPU µs from CUDA-graph replays),
     eager wall time."""
     env = environment
     copy = env.get("copy_gbps")
