@@ -15,6 +15,7 @@
 #
 # Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
 set -o pipefail
+case ${1:-} in -h|--help|help|"") sed -n '2,16p' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -69,6 +70,5 @@ run_step() {
   esac
 }
 
-case ${1:-} in -h|--help|help|"") sed -n '2,16p' "$0"; exit 0 ;; esac
 run_step env
 for step in "$@"; do run_step "$step" || exit $?; done
