@@ -273,6 +273,14 @@ def test_unrecognised_norms_are_left_alone_with_a_warning_naming_them():
     assert [type(m) for m in model][1:4] == before[1:4] and type(model[5]) is nn.RMSNorm
 
 
+@pytest.mark.parametrize("flag", ["rms_norm", "layer_norm", "fuse_residual"])
+def test_patch_flags_take_bools_only(flag):
+    model = nn.Sequential(nn.RMSNorm(8))
+    with pytest.raises(TypeError, match=f"{flag} must be a bool \\(True or False\\), got str 'no'"):
+        normkit.patch(model, **{flag: "no"})
+    assert type(model[0]) is nn.RMSNorm  # nothing switched before the error
+
+
 def test_patch_reports_and_logs_what_it_switched(caplog):
     """patch() returns an int equal to the count that also lists the modules per class, and logs one
     INFO line per class switched and a WARNING for what it left alone on the "normkit" logger."""

@@ -79,9 +79,9 @@ def patch(model: torch.nn.Module, *, rms_norm: bool = True, layer_norm: bool = T
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(fuse_residual, bool):
-        raise TypeError(f"fuse_residual must be a bool (True or False), got {type(fuse_residual).__name__} "
-                        f"{fuse_residual!r}")
+    rms_norm = validation.check_bool("rms_norm", rms_norm)
+    layer_norm = validation.check_bool("layer_norm", layer_norm)
+    fuse_residual = validation.check_bool("fuse_residual", fuse_residual)
     switched, left_alone = defaultdict(list), defaultdict(list)
     for name, module in model.named_modules():
         if hasattr(type(module), "_normkit_original") or isinstance(module, _NORMKIT_MODULES):
