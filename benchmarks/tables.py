@@ -1,18 +1,21 @@
 """benchmarks/README.md's tables, printed from benchmarks/results.json (no number typed by hand).
 
 results.json holds the raw rows of `python -m normkit bench --json` runs, each row tagged with the
-run it came from ("run"), the runs' date, command and environment ("runs"), and numbers quoted from
-elsewhere, never measured here ("quoted": quack's, from the project's peer anchors).
+run it came from ("run"), the runs' date, command and environment ("runs"), numbers quoted from
+elsewhere, never measured here ("quoted": quack's, from the project's peer anchors), and under "eager"
+the same layout for `python -m normkit bench --eager --json` runs (host-included time per call).
 
     python benchmarks/tables.py                     # print the tables
-    python benchmarks/tables.py --write             # put them into benchmarks/README.md, between the markers
+    python benchmarks/tables.py --write             # put them into benchmarks/README.md, between their markers
     python benchmarks/tables.py --check             # exit 1 when README.md's tables differ from results.json
     python benchmarks/tables.py --plot h200.png     # % of copy against N (needs matplotlib)
     python benchmarks/tables.py --merge bench.json --date 2026-12-01 --name wide --command "python -m normkit bench …"
+    python benchmarks/tables.py --merge-eager eager.json --date 2026-12-04 --name eager --command "python -m normkit bench --eager …"
 
 --merge adds a bench run to results.json: its rows replace every row of the same (family, dtype,
 M, N) — all implementations of a shape come from one run, so a shape's peers were measured beside
-normkit — and shapes it is alone in are appended. Then --write.
+normkit — and shapes it is alone in are appended. --merge-eager does the same for a `bench --eager`
+run, in results.json's "eager" section; the GPU-time rows stay as they are. Then --write.
 """
 
 import argparse
@@ -25,15 +28,15 @@ from typing import Dict, List, Optional, Sequence
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from normkit.bench.output import (FAMILY_TITLES, fmt_pct, fmt_us, geomean_speedup,  # noqa: E402
-                                  markdown_table, plot, shape_label)
+from normkit.bench.output import (EAGER_PASSES, FAMILY_TITLES, fmt_pct, fmt_spread, fmt_us,  # noqa: E402
+                                  geomean_speedup, markdown_table, plot, shape_label)
 
 RESULTS = HERE / "results.json"
 README = HERE / "README.md"
 BEGIN, END = "<!-- tables:begin (benchmarks/tables.py --write) -->", "<!-- tables:end -->"
+EAGER_BEGIN, EAGER_END = "<!-- eager:begin (benchmarks/tables.py --write) -->", "<!-- eager:end -->"
 PEERS = {"native": "native", "compile": "torch.compile", "liger": "Liger"}
 PASSES = {"bwd": "backward", "fwd": "forward"}
-EAGER_MAX_ELEMENTS = 2**25  # the eager table: shapes small enough for the host's time to show
 LARGE_BYTES = 2**26  # "64 MiB or more a tensor": shapes too large for L2 to flatter anyone
 ELEMENT_SIZES = {"torch.float16": 2, "torch.bfloat16": 2, "torch.float32": 4, "torch.float64": 8}
 
@@ -140,19 +143,6 @@ def summary(data: Dict) -> List[str]:
                             "backward: normkit % of copy", "forward: speedup (geomean)", "forward: % of copy"], rows)]
 
 
-def eager_table(data: Dict) -> List[str]:
-    """RMSNorm's small shapes: eager wall time per call (host and GPU), forward / forward + backward."""
-    rows = []
-    for key, by_impl in _shapes(data["results"], "rms").items():
-        if key[2] * key[3] > EAGER_MAX_ELEMENTS:
-            continue
-        cells = ["—" if by_impl.get(i) is None or by_impl[i].get("error") else
-                 f"{fmt_us(by_impl[i].get('wall_fwd_s'))} / {fmt_us(by_impl[i].get('wall_fwd_bwd_s'))}"
-                 for i in ("normkit", *PEERS)]
-        rows.append([shape_label(next(iter(by_impl.values()))), *cells])
-    return [markdown_table(["RMSNorm, dtype M×N", "normkit", *PEERS.values()], rows)]
-
-
 def error_table(data: Dict) -> List[str]:
     """The largest relative error against float64 (any output, any family) per dtype and implementation."""
     worst: Dict[str, Dict[str, float]] = {}
@@ -166,16 +156,19 @@ def error_table(data: Dict) -> List[str]:
     return [markdown_table(["dtype", "normkit", *PEERS.values()], rows)]
 
 
+def _environment(env: Dict) -> str:
+    peers = "".join(f", {name} {version}" for name, version in env.get("peers", {}).items())
+    return f"{env['device']}, torch {env['torch']}, triton {env['triton']}{peers}"
+
+
 def runs_list(data: Dict) -> List[str]:
     """Each run behind the tables: date, environment, copy bandwidth, shapes, command."""
     lines = []
     for run in data["runs"]:
-        env = run["environment"]
         shapes = {shape_key(r) for r in data["results"] if r["run"] == run["name"]}
-        peers = "".join(f", {name} {version}" for name, version in env.get("peers", {}).items())
-        lines.append(f"- `{run['name']}`, {run['date']}: {env['device']}, torch {env['torch']}, triton "
-                     f"{env['triton']}{peers}; copy {env['copy_gbps']:.0f} GB/s; {len(shapes)} shapes in the "
-                     f"tables. `{run['command']}`")
+        lines.append(f"- `{run['name']}`, {run['date']}: {_environment(run['environment'])}; copy "
+                     f"{run['environment']['copy_gbps']:.0f} GB/s; {len(shapes)} shapes in the tables. "
+                     f"`{run['command']}`")
     return lines
 
 
@@ -186,24 +179,75 @@ def tables(data: Dict) -> str:
         if not any(r["family"] == family for r in data["results"]):
             continue
         for kind in PASSES:
-            out += ["", f"### {FAMILY_TITLES[family]}: {PASSES[kind]}, µs", "", *pass_table(data, family, kind), "",
-                    f"Geomean speedup over the best measured peer: {_geomean_cell(_of(data, family), kind)}."]
-    out += ["", "### Eager wall time per call, µs: forward / forward + backward (host included)", "",
-            *eager_table(data), "", "### Largest error against float64 (relative, any output, every shape)", "",
-            *error_table(data)]
+            # each family's geomean speedup is in the summary table, not repeated under its tables
+            out += ["", f"### {FAMILY_TITLES[family]}: {PASSES[kind]}, µs", "", *pass_table(data, family, kind)]
+    out += ["", "### Largest error against float64 (relative, any output, every shape)", "", *error_table(data)]
     return "\n".join(out) + "\n"
 
 
-def _of(data: Dict, family: str) -> List[Dict]:
-    return [r for r in data["results"] if r["family"] == family]
+def eager_runs(eager: Dict) -> List[str]:
+    """Each eager run: date, environment, loop sizes, shapes, command."""
+    lines = []
+    for run in eager["runs"]:
+        loop = run["environment"]["eager"]
+        shapes = {shape_key(r) for r in eager["results"] if r["run"] == run["name"]}
+        lines.append(f"- `{run['name']}`, {run['date']}: {_environment(run['environment'])}; {loop['warmup']} "
+                     f"warm-up calls, then {loop['repeats']} loops of {loop['calls']} calls, one synchronize a "
+                     f"loop; {len(shapes)} shapes. `{run['command']}`")
+    return lines
 
 
-def rewritten(readme: str, block: str) -> str:
-    """README's text with what lies between the markers replaced by `block`."""
-    if readme.count(BEGIN) != 1 or readme.count(END) != 1 or readme.index(BEGIN) > readme.index(END):
-        raise ValueError(f"README must hold the markers {BEGIN!r} and {END!r} once each, in that order")
-    head, rest = readme.split(BEGIN, 1)
-    return head + BEGIN + "\n" + block + END + rest.split(END, 1)[1]
+def eager_table(eager: Dict, family: str) -> List[str]:
+    """One family's eager rows: per shape and pass, each implementation's µs per call as minimum / median
+    (p20–p80) (bold: the lowest minimum), normkit's minimum ÷ native's, and the slowest by minimum."""
+    rows_of = [r for r in eager["results"] if r["family"] == family]
+    impls = [i for i in dict.fromkeys(["normkit", *PEERS, *(r["impl"] for r in rows_of)])
+             if any(r["impl"] == i for r in rows_of)]
+    rows = []
+    for by_impl in _shapes(rows_of, family).values():
+        for key, name in EAGER_PASSES:
+            mins = {impl: r[f"{key}_min_s"] for impl, r in by_impl.items()
+                    if not r.get("error") and r.get(f"{key}_min_s")}
+            fastest = min(mins, key=mins.get) if mins else None
+            cells = []
+            for impl in impls:
+                if impl not in mins:
+                    cells.append("fails" if by_impl.get(impl, {}).get("error") else "—")
+                else:
+                    low = fmt_us(mins[impl])
+                    cells.append(f"{f'**{low}**' if impl == fastest else low} / {fmt_spread(by_impl[impl], key)}")
+            ratio = f"{mins['normkit'] / mins['native']:.2f}×" if {"normkit", "native"} <= set(mins) else "—"
+            slowest = max(mins, key=mins.get) if len(mins) > 1 else None
+            rows.append([shape_label(next(iter(by_impl.values()))), name, *cells, ratio,
+                         PEERS.get(slowest, slowest) if slowest else "—"])
+    return [markdown_table(["dtype M×N", "pass", *(PEERS.get(i, i) for i in impls), "normkit ÷ native (min)",
+                            "slowest"], rows)]
+
+
+def eager_tables(data: Dict) -> str:
+    """The markdown README.md keeps between its eager markers: the runs, then a table a family."""
+    eager = data.get("eager")
+    if not eager or not eager["results"]:
+        return "No `python -m normkit bench --eager` run in results.json yet.\n"
+    out = [*eager_runs(eager)]
+    for family in FAMILY_TITLES:
+        if any(r["family"] == family for r in eager["results"]):
+            out += ["", f"### {FAMILY_TITLES[family]}: µs per call, minimum / median (p20–p80)", "",
+                    *eager_table(eager, family)]
+    return "\n".join(out) + "\n"
+
+
+def rewritten(readme: str, block: str, begin: str = BEGIN, end: str = END) -> str:
+    """README's text with what lies between the markers `begin` and `end` replaced by `block`."""
+    if readme.count(begin) != 1 or readme.count(end) != 1 or readme.index(begin) > readme.index(end):
+        raise ValueError(f"README must hold the markers {begin!r} and {end!r} once each, in that order")
+    head, rest = readme.split(begin, 1)
+    return head + begin + "\n" + block + end + rest.split(end, 1)[1]
+
+
+def with_tables(readme: str, data: Dict) -> str:
+    """README's text with both marked blocks (GPU tables, eager tables) printed from `data`."""
+    return rewritten(rewritten(readme, tables(data)), eager_tables(data), EAGER_BEGIN, EAGER_END)
 
 
 def merged(data: Optional[Dict], bench: Dict, name: str, date: str, command: str) -> Dict:
@@ -231,6 +275,23 @@ def merged(data: Optional[Dict], bench: Dict, name: str, date: str, command: str
     return {**data, "runs": runs, "results": results}
 
 
+def merged_file(data: Optional[Dict], bench: Dict, name: str, date: str, command: str, eager: bool) -> Dict:
+    """results.json with a `bench --json` run merged (`eager`: a `bench --eager --json` run, into "eager")."""
+    flag, other = ("--merge-eager", "--merge") if eager else ("--merge", "--merge-eager")
+    if not (isinstance(bench, dict) and isinstance(bench.get("results"), list)
+            and isinstance(bench.get("environment"), dict)):
+        got = f"keys {sorted(bench)}" if isinstance(bench, dict) else f"a {type(bench).__name__}"
+        raise ValueError(f"{flag} expects the JSON of `python -m normkit bench --json` (keys 'environment' and "
+                         f"'results'), got {got}")
+    files = {True: "a `bench --eager --json` file", False: "a GPU-time `bench --json` file (no --eager)"}
+    if ("eager" in bench["environment"]) != eager:
+        raise ValueError(f"{flag} expects {files[eager]}, got {files[not eager]}; use {other}")
+    data = data or {"runs": [], "results": []}
+    if eager:
+        return {**data, "eager": merged(data.get("eager"), bench, name, date, command)}
+    return merged(data, bench, name, date, command)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
@@ -240,34 +301,39 @@ def main(argv=None) -> int:
     mode.add_argument("--write", action="store_true", help="replace the tables between README's markers")
     mode.add_argument("--check", action="store_true", help="exit 1 when README's tables differ from the results")
     mode.add_argument("--merge", metavar="BENCH_JSON", help="add a `python -m normkit bench --json` file to the results")
+    mode.add_argument("--merge-eager", metavar="EAGER_JSON",
+                      help="add a `python -m normkit bench --eager --json` file to the results' eager section")
     mode.add_argument("--plot", metavar="PNG", help="draw %% of copy against N, every family and implementation "
                       "(needs matplotlib)")
-    p.add_argument("--name", help="--merge: a short name for the run (new to the results file)")
-    p.add_argument("--date", help="--merge: the day the run was measured, YYYY-MM-DD")
-    p.add_argument("--command", help="--merge: the command that produced the bench file")
+    p.add_argument("--name", help="--merge, --merge-eager: a short name for the run (new to its section)")
+    p.add_argument("--date", help="--merge, --merge-eager: the day the run was measured, YYYY-MM-DD")
+    p.add_argument("--command", help="--merge, --merge-eager: the command that produced the bench file")
     args = p.parse_args(argv)
     results = pathlib.Path(args.results)
-    if args.merge:
+    if args.merge or args.merge_eager:
         if not (args.name and args.date and args.command):
-            p.error("--merge needs --name, --date and --command (README cites them)")
+            p.error(f"{'--merge' if args.merge else '--merge-eager'} needs --name, --date and --command "
+                    "(README cites them)")
         data = json.loads(results.read_text()) if results.exists() else None
-        data = merged(data, json.loads(pathlib.Path(args.merge).read_text()), args.name, args.date, args.command)
+        bench = json.loads(pathlib.Path(args.merge or args.merge_eager).read_text())
+        data = merged_file(data, bench, args.name, args.date, args.command, eager=bool(args.merge_eager))
         results.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"tables: {results} now holds {len(data['results'])} rows from {len(data['runs'])} runs; "
-              "run --write next")
+        section = data["eager"] if args.merge_eager else data
+        print(f"tables: {results} now holds {len(section['results'])} {'eager ' if args.merge_eager else ''}rows "
+              f"from {len(section['runs'])} runs; run --write next")
         return 0
     if args.plot:
         why_not = plot(json.loads(results.read_text())["results"], args.plot)
         if why_not:
             raise SystemExit(f"tables: no plot: {why_not}")
         return 0
-    block = tables(json.loads(results.read_text()))
+    data = json.loads(results.read_text())
     if not (args.write or args.check):
-        print(block, end="")
+        print(tables(data) + "\n" + eager_tables(data), end="")
         return 0
     readme = pathlib.Path(args.readme)
     text = readme.read_text()
-    new = rewritten(text, block)
+    new = with_tables(text, data)
     if args.check:
         if new != text:
             print(f"tables: {readme}'s tables differ from {results}; run benchmarks/tables.py --write", file=sys.stderr)
