@@ -254,3 +254,47 @@ def test_transformers_layers_match_one_template(module_name, layout):
     module = importlib.import_module(f"transformers.models.{module_name}.modeling_{module_name}")
     classes = [c for name, c in vars(module).items() if name.endswith("DecoderLayer") and isinstance(c, type)]
     assert [decoder.layout_for_class(c).name for c in classes] == [layout]
+
+
+def test_the_cache_keyword_of_older_transformers_is_recognised_and_passed_on():
+    """transformers before 5.25 names the attention's cache `past_key_values` (5.25: `cache`, the old
+    name still accepted by a decorator). A layer written the older way matches the same template, and
+    its fused forward hands the cache to the attention under that older keyword."""
+    import textwrap
+
+    from normkit.integrations import decoder
+
+    older = textwrap.dedent(decoder._PRE_NORM).replace('@deprecate_kwarg("past_key_values", "5.40.0", new_name="cache")\n',
+                                                       "").replace("cache", "past_key_values")
+    older = older.replace("use_past_key_values", "use_cache")  # (only the cache itself was renamed)
+    class Unpack:  # annotations only
+        __class_getitem__ = classmethod(lambda cls, item: item)
+
+    namespace = {"torch": torch, "Cache": object, "Unpack": Unpack, "TransformersKwargs": dict}
+    import linecache
+
+    linecache.cache["<older_llama_layer>"] = (len(older), None, older.splitlines(True), "<older_llama_layer>")
+    exec(compile(older, "<older_llama_layer>", "exec"), namespace)  # (linecache: inspect.getsource reads it)
+    seen = {}
+
+    class OlderDecoderLayer(torch.nn.Module):
+        forward = namespace["forward"]
+
+    layout = decoder.layout_for_class(OlderDecoderLayer)
+    assert layout is not None and layout.name == "pre_norm" and layout.cache_name == "past_key_values"
+    assert decoder.layout_for_class(type("NewerDecoderLayer", (torch.nn.Module,),
+                                         {"forward": decoder._pre_norm_forward})) is None  # not a template
+
+    class Attention(torch.nn.Module):
+        def forward(self, hidden_states, past_key_values=None, **kwargs):
+            seen["cache"] = past_key_values
+            return hidden_states, None
+
+    layer = OlderDecoderLayer()
+    layer.input_layernorm = layer.post_attention_layernorm = torch.nn.Identity()
+    layer.self_attn, layer.mlp = Attention(), torch.nn.Identity()
+    fused = type("OlderDecoderLayer", (OlderDecoderLayer,), {"_normkit_kind": layout})
+    marker = object()
+    layer.__class__ = fused
+    decoder._pre_norm_forward(layer, torch.ones(2, 4), past_key_values=marker)
+    assert seen["cache"] is marker

@@ -63,6 +63,7 @@ class Layout:
     name: str
     norms: Tuple[str, ...]           # attributes of the norms fed by a residual add
     forward: Optional[Callable] = None  # the fused forward; None: no pair to fuse
+    cache_name: str = "cache"        # the attention's cache keyword ("past_key_values" before transformers 5.25)
 
 
 def add_norm(norm: torch.nn.Module, x: torch.Tensor, residual: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -73,6 +74,11 @@ def add_norm(norm: torch.nn.Module, x: torch.Tensor, residual: torch.Tensor) -> 
         return run_recipe(norm, x, recipe, type(norm)._normkit_original.forward, residual=residual)
     hidden_states = residual + x  # hooks see the norm's input and output, as in the stock layer
     return norm(hidden_states), hidden_states
+
+
+def _cache_argument(layer, cache) -> Dict[str, object]:
+    """The cache as the layer's attention takes it: under the keyword its transformers release uses."""
+    return {type(layer)._normkit_kind.cache_name: cache}
 
 
 def _cache(cache, kwargs):
@@ -124,7 +130,7 @@ def _pre_norm_forward(self, hidden_states, attention_mask=None, position_ids=Non
     hidden_states = self.input_layernorm(hidden_states)
     hidden_states, _ = self.self_attn(
         hidden_states=hidden_states, attention_mask=attention_mask, position_ids=position_ids,
-        cache=cache, use_cache=use_cache, position_embeddings=position_embeddings, **kwargs)
+        use_cache=use_cache, position_embeddings=position_embeddings, **_cache_argument(self, cache), **kwargs)
     hidden_states, residual = add_norm(self.post_attention_layernorm, hidden_states, residual)
     hidden_states = self.mlp(hidden_states)
     return residual + hidden_states
@@ -171,7 +177,7 @@ def _phi3_forward(self, hidden_states, attention_mask=None, position_ids=None, c
     hidden_states = self.input_layernorm(hidden_states)
     hidden_states, _ = self.self_attn(
         hidden_states=hidden_states, attention_mask=attention_mask, position_ids=position_ids,
-        cache=cache, use_cache=use_cache, position_embeddings=position_embeddings, **kwargs)
+        use_cache=use_cache, position_embeddings=position_embeddings, **_cache_argument(self, cache), **kwargs)
     hidden_states, residual = add_norm(self.post_attention_layernorm, self.resid_attn_dropout(hidden_states),
                                        residual)
     hidden_states = self.mlp(hidden_states)
@@ -222,7 +228,7 @@ def _sandwich_forward(self, hidden_states, position_embeddings=None, attention_m
     hidden_states = self.input_layernorm(hidden_states)
     hidden_states, _ = self.self_attn(
         hidden_states=hidden_states, position_embeddings=position_embeddings, attention_mask=attention_mask,
-        position_ids=position_ids, cache=cache, **kwargs)
+        position_ids=position_ids, **_cache_argument(self, cache), **kwargs)
     hidden_states = self.post_attention_layernorm(hidden_states)
     hidden_states, residual = add_norm(self.pre_feedforward_layernorm, hidden_states, residual)
     hidden_states = self.mlp(hidden_states)
@@ -269,16 +275,30 @@ TEMPLATES = [
     (Layout("sandwich", ("pre_feedforward_layernorm",), _sandwich_forward), _SANDWICH),
     (Layout("post_norm", ()), _POST_NORM),
 ]
-_KNOWN = {hf.canonical(source): layout for layout, source in TEMPLATES}
+_OLD_CACHE_NAME = "past_key_values"  # transformers before 5.25 (5.25 renamed it "cache", keeping the old one working)
+
+
+def _canonical(source: str) -> str:
+    """hf.canonical with the cache keyword's old name read as the new one (decorators are dropped)."""
+    return hf.canonical(source.replace(_OLD_CACHE_NAME, "cache"))
+
+
+_KNOWN = {_canonical(source): layout for layout, source in TEMPLATES}
 
 
 @functools.lru_cache(maxsize=None)
 def layout_for_class(cls: type) -> Optional[Layout]:
-    """The layout whose template `cls.forward` matches (through functools.wraps wrappers), or None."""
+    """The layout whose template `cls.forward` matches (through functools.wraps wrappers), passing the
+    cache to the attention under the keyword that code uses, or None."""
     try:
-        return _KNOWN.get(hf.canonical(inspect.getsource(cls.forward)))
+        source = inspect.getsource(cls.forward)
+        layout = _KNOWN.get(_canonical(source))
     except (OSError, TypeError, SyntaxError, ValueError):  # no source (built in, exec'd, a lambda, ...)
         return None
+    if layout is None:
+        return None
+    body = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("@"))
+    return dataclasses.replace(layout, cache_name=_OLD_CACHE_NAME if f"{_OLD_CACHE_NAME}=" in body else "cache")
 
 
 def _classify(module: torch.nn.Module) -> Tuple[Optional[Layout], Optional[str]]:
