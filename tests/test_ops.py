@@ -313,10 +313,9 @@ def test_prefetch_joined_sums_and_async_stages_are_backward_options_of_whole_row
 
 
 def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
-    """The GPU heuristic (runs ZX-ZZ, ZZE): 2-byte rows of 128 and 256 (QK-norm heads) and of
-    1024 … 8192 stage their loads 3 deep in shared memory, any family but the fused add at 8192 (the
-    fused LayerNorm stages there: run ZZZZZG);
-    short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
+    """The GPU heuristic: 2-byte rows of 128 and 256 (QK-norm heads) and of 1024 … 8192 stage their
+    loads 3 deep in shared memory, any family but the fused add at 8192 (the fused LayerNorm stages
+    there); short rows on one warp (the fused add on two), LayerNorm's with half RMSNorm's rows and twice
     the programs an SM; 4- and 8-byte rows, the fused add's 8192 and other widths load ahead in
     registers (prefetch) or not at all. Never both at once. (Rows of 16384: split parts, staged but
     for 8-byte ones.)"""
@@ -326,7 +325,7 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
                                  element_size=size)
         whole = cfg.next_power_of_2(n)
         staged = size == 2 and (whole in (128, 256) or 1024 <= whole <= (4096 if residual and not layer_norm else 8192))
-        # and the split parts of rows past 8192 (design change 30: test_backward_split_parts_stage_their_loads)
+        # and the split parts of rows past 8192 (test_backward_split_parts_stage_their_loads)
         staged |= whole == 16384 and size in (2, 4)
         deep = 4 if whole == 16384 and size == 4 and layer_norm else 3  # LayerNorm's fp32 parts: four deep
         assert config.async_stages == (deep if staged else 0), (n, residual, layer_norm, size, config)
@@ -435,7 +434,7 @@ def test_backward_refuses_the_forward_s_tile_flags(device):
 
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "ln"])
 def test_staged_backward_with_per_head_weights(device, rms):
-    """QK-norm rows (heads of 128, the widths the heuristic stages since run ZZE): per-head weights
+    """QK-norm rows (heads of 128, a width the heuristic stages): per-head weights
     (H, D), each program's rows strided by H, loads staged 3 deep, against float64 with a partial
     row block."""
     from normkit import reference
@@ -570,19 +569,17 @@ def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypa
 
 
 def test_forward_reloads_rows_of_4096_and_wider():
-    """The GPU heuristic (runs ZZM / ZZN): whole rows of 4096 … 32768 are read again for y, except
-    LayerNorm's 4-byte rows of 4096 (2 × 4096 tile), its rows of 32768 and the fused LayerNorm's of 16384
-    (held: run ZZZZZG) — its 2-byte rows of 16384, plain or fused, held under a 64-register cap (run
-    ZZZZZK) —, as RMSNorm's plain 2-byte
-    rows of 65536 on 32 warps, one an SM (run ZZZZK); RMSNorm's 16 KB rows of
-    4096 (the fused add's, fp32) on 16 warps; only plain 2-byte RMSNorm rows of ≥ 16384 under a
-    32-register cap. Narrower rows, column tiles and the interpreter never reload."""
+    """The GPU heuristic: whole rows of 4096 … 32768 are read again for y (reload), and so are RMSNorm's
+    plain 2-byte rows of 65536 (whole, on 32 warps), except where LayerNorm holds them: 4-byte rows of
+    4096, rows of 32768, the fused LayerNorm's of 16384 and 2-byte rows of 16384 under a 64-register cap.
+    RMSNorm's 16 KB rows of 4096 (the fused add's, fp32) run on 16 warps; only plain 2-byte RMSNorm rows
+    of ≥ 16384 take a 32-register cap. Narrower rows, column tiles and the interpreter never reload."""
     for n, residual, layer_norm, size in itertools.product((1000, 2048, 3000, 4096, 8192, 16384, 32768, 40000),
                                                            (False, True), (False, True), (2, 4)):
         config = cfg.tile_config(n, False, False, residual=residual, layer_norm=layer_norm, element_size=size)
         whole = cfg.next_power_of_2(n)
-        whole_65536 = whole == 65536 and not (residual or layer_norm) and size == 2  # RMSNorm's, run ZZZZK
-        held_cap = layer_norm and size == 2 and whole == 16384  # two an SM (run ZZZZZK)
+        whole_65536 = whole == 65536 and not (residual or layer_norm) and size == 2  # RMSNorm's, whole
+        held_cap = layer_norm and size == 2 and whole == 16384  # two an SM
         held = layer_norm and (whole == 32768 or (size == 4 and whole == 4096) or (residual and whole == 16384)
                                or held_cap)
         reload = 4096 <= whole <= 32768 and not held or whole_65536
@@ -600,14 +597,14 @@ def test_forward_reloads_rows_of_4096_and_wider():
 
 
 def test_whole_rows_of_65536_want_a_two_byte_y():
-    """RMSNorm's 2-byte rows of 65536 run whole, one an SM (run ZZZZK), only when y is 2-byte too: a
-    4-byte y (out_dtype) spills that tile (ptxas, sm_90: 72-412 B); it splits them in 1 × 4096 parts
-    (16 KB of y) on 4 warps, four an SM (run ZZZZM). `ops.launch_fwd` passes y's size."""
+    """RMSNorm's 2-byte rows of 65536 run whole, one an SM, only when y is 2-byte too: a 4-byte y
+    (out_dtype) spills that tile (ptxas, sm_90: 72-412 B); it splits them in 1 × 4096 parts (16 KB of y)
+    on 4 warps, four an SM. `ops.launch_fwd` passes y's size."""
     for size, out_size, whole in ((2, 0, True), (2, 2, True), (2, 4, False), (4, 4, False), (4, 2, False)):
         config = cfg.tile_config(65536, False, False, multiprocessors=132, element_size=size,
                                  out_element_size=out_size)
         assert (config.one_tile and config.block_n == 65536) == whole, (size, out_size, config)
-        if not whole and size == 2:  # holding the part's weight (run ZZZZZZH)
+        if not whole and size == 2:  # holding the part's weight
             assert config == cfg.TileConfig(1, 4096, True, 4, programs_per_sm=4, split=True, reload=True,
                                             hold_weight=True), config
     assert cfg.tile_config(65536, False, False, multiprocessors=132, element_size=2, residual=True,
@@ -615,7 +612,7 @@ def test_whole_rows_of_65536_want_a_two_byte_y():
 
 
 def test_mixed_dtype_rows_of_32768_take_their_own_tiles():
-    """Rows of 32768 where x and y differ in size (run ZZZZZZI): RMSNorm's fp32 x with a 2-byte y holds the
+    """Rows of 32768 where x and y differ in size: RMSNorm's fp32 x with a 2-byte y holds the
     whole row on 32 warps (not re-read; fp32 y keeps the re-read), LayerNorm's bf16 x with an fp32 y the whole
     row too, not the three reads a bf16 y takes (config.forward.LAYER_NORM_CENTERED)."""
     pick = lambda size, out, ln: cfg.tile_config(32768, False, False, multiprocessors=132, layer_norm=ln,  # noqa: E731
@@ -627,9 +624,9 @@ def test_mixed_dtype_rows_of_32768_take_their_own_tiles():
 
 
 def test_fused_forwards_with_a_4_byte_residual_take_their_own_whole_rows():
-    """2-byte x with a 4-byte residual (the residual stream kept in fp32; runs ZZZZZZK-ZZZZZZM): the fused add
+    """2-byte x with a 4-byte residual (the residual stream kept in fp32): the fused add
     and the fused LayerNorm hold their whole rows of 8192 and 32768 (not re-read), the fused LayerNorm's rows of
-    16384 and 32768 on 4 and 8 warps; a 2-byte residual keeps its tiles (ZZZZZZL: held, its rows of 32768 lost),
+    16384 and 32768 on 4 and 8 warps; a 2-byte residual keeps its tiles (holding them measured slower on the H200),
     as do the fused add's rows of 16384 (re-read)."""
     def pick(n, layer_norm, residual_size):
         return cfg.tile_config(n, False, False, multiprocessors=132, residual=True, layer_norm=layer_norm,
@@ -650,9 +647,9 @@ def test_fused_forwards_with_a_4_byte_residual_take_their_own_whole_rows():
 
 def test_register_cap_wants_a_two_byte_y():
     """RMSNorm's whole 2-byte rows of 16384 / 32768 run under ptxas' 32-register cap only with a 2-byte
-    y: a 4-byte y spills under it (run ZZZZL: bf16 x, fp32 y, 4096×16384 269.5 µs capped against 104.6
+    y: a 4-byte y spills under it (H200, bf16 x, fp32 y, 4096×16384: 269.5 µs capped against 104.6
     uncapped), so rows of 16384 keep the uncapped whole row and those of 32768 walk 16384-column tiles on
-    16 warps (run ZZZZZZH; split in 16 KB parts of y before), of one weight head or several."""
+    16 warps, of one weight head or several."""
     for n in (16384, 20000, 32768):
         for out_size, cap in ((0, 32), (2, 32), (4, 0)):
             config = cfg.tile_config(n, False, False, multiprocessors=132, element_size=2, out_element_size=out_size)
@@ -665,9 +662,9 @@ def test_register_cap_wants_a_two_byte_y():
 
 
 def test_recomputing_split_parts_join_stats_by_family_and_elements():
-    """config.joins_stats (design change 29): LayerNorm's split parts always, RMSNorm's where a thread
-    holds ≤ 16 elements — every heuristic split tile of the backward at bf16 / fp32 — and no tile that
-    does not split."""
+    """config.joins_stats (the statistics' sums reduced in one tree with Σ(g·h) / Σg): LayerNorm's split
+    parts always, RMSNorm's where a thread holds ≤ 16 elements — every heuristic split tile of the
+    backward at bf16 / fp32 — and no tile that does not split."""
     for n, size, layer_norm in itertools.product((16384, 65536, 131072, 262144), (2, 4), (False, True)):
         config = cfg.tile_config(n, True, False, multiprocessors=132, layer_norm=layer_norm, element_size=size)
         per_thread = config.block_m * config.block_n // (32 * config.num_warps)
@@ -678,7 +675,7 @@ def test_recomputing_split_parts_join_stats_by_family_and_elements():
 
 
 def test_backward_drops_column_mask_for_full_two_byte_tiles():
-    """config.even_cols (design change 35): the backward's column mask goes (EVEN_COLS) only where every
+    """config.even_cols: the backward's column mask goes (EVEN_COLS) only where every
     column of a one-tile config lies inside the row and the input is 2-byte — float32's split parts ran
     slower without it — never on the column path."""
     assert cfg.even_cols(cfg.TileConfig(1, 2048, True, 4, split=True), 16384, 2)
@@ -696,7 +693,7 @@ def test_finisher_strips_widen_where_the_partial_rows_are_few():
     """config.finish_config on a GPU: every partial row in one step (up to 512), on 16-column strips
     where G > 128 or the row is narrower than 8192, as before; where the split parts' few groups leave
     G small, strips of grid._FINISH_VALUES values on 2 warps while the row keeps 256 of them (8 × 512 at
-    G = 8, N = 131072, not 8 × 16: run ZZZZZQ)."""
+    G = 8, N = 131072, not 8 × 16: 5.95 → 2.02 µs on the H200)."""
     tile = lambda rows, n: (lambda c: (c.block_m, c.block_n, c.num_warps))(cfg.finish_config(False, rows, n))
     assert tile(528, 4096) == (512, 16, 4) and tile(132, 4096) == (256, 16, 4)  # the old strips
     assert tile(66, 16384) == (128, 32, 2) and tile(33, 32768) == (64, 64, 2) and tile(16, 65536) == (16, 256, 2)
@@ -723,13 +720,11 @@ def test_finisher_gpu_tiles_sum_every_column(rows, n, grads, device):
 
 
 def test_layer_norm_forward_split_follows_x_and_y():
-    """LayerNorm's forward rows of 256 KB and more (design change 25, runs ZZZZN-ZZZZP; fp32 x with a
-    2-byte y, fp32 rows of 262144 and bf16 x with a 4-byte y at 65536 since session 23, runs ZZZZS-ZZZZU)
-    split in 16 KB parts of x on 4 warps under a 128-register cap, four an SM — bf16 x with a 2-byte y at
-    131072 / 262144, with a 4-byte y at 65536-262144, fp32 x with either y at 65536-262144 — and the fused
-    LayerNorm's rows wider than 32768 in the fused add's staged 4 KB parts on 4 warps, eight an SM (8 KB
-    parts on 8 warps, four an SM, where those do not all fit); not several weight heads, nor parts that
-    do not all fit one an SM: those keep the staged 16 KB column tiles."""
+    """LayerNorm's forward rows wider than 32768 of one weight head split where every part fits one an
+    SM, whatever y's size: without a residual in 16 KB parts of x on 4 warps under a 128-register cap,
+    four an SM (4-byte x holding its part's weight and bias), the fused LayerNorm's in the fused add's
+    staged 4 KB parts on 4 warps, eight an SM (else 8 KB parts on 8 warps, four an SM). Otherwise staged
+    16 KB column tiles, or for bf16 rows of 65536 the three-read tiles (docs/design.md#split-rows)."""
     staged = {2: cfg.TileConfig(1, 8192, False, 16, column_stages=3), 4: cfg.TileConfig(1, 4096, False, 16, column_stages=3)}
     for n, size, out_size, residual, heads, sms in itertools.product(
             (40000, 65536, 100000, 131072, 262144), (2, 4), (2, 4), (False, True), (1, 8), (16, 132)):
@@ -737,14 +732,14 @@ def test_layer_norm_forward_split_follows_x_and_y():
                                  element_size=size, out_element_size=out_size)
         block_n = (4096 if residual else 16384) // size
         split = heads == 1 and cfg.cdiv(n, block_n) <= sms and (residual or n > 32768)
-        if split and residual:  # staged 4 KB parts holding the previous row block (session 25)
+        if split and residual:  # staged 4 KB parts holding the previous row block
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=8, split=True, async_stages=3)
         elif residual and heads == 1 and cfg.cdiv(n, 8192 // size) <= sms:  # 8 KB parts re-reading it
             expected = cfg.TileConfig(1, 8192 // size, True, 8, programs_per_sm=4, split=True, reload=True)
-        elif split:  # 4-byte x holds its part's weight and bias (runs ZZZZZZB-ZZZZZZC)
+        elif split:  # 4-byte x holds its part's weight and bias
             expected = cfg.TileConfig(1, block_n, True, 4, programs_per_sm=4, split=True, max_registers=128,
                                       reload=True, hold_weight=size == 4)
-        elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536, several heads: three reads (run ZZZ)
+        elif size == 2 and not residual and n <= 65536:  # bf16 rows of 65536, several heads: three reads
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         else:
             expected = staged[size]
@@ -752,31 +747,14 @@ def test_layer_norm_forward_split_follows_x_and_y():
 
 
 def test_wide_rows_take_their_family_s_tiles():
-    """The GPU heuristic for rows wider than 32768 (runs ZZR / ZZS): LayerNorm's forward walks 16 KB
-    column tiles (bf16: 8192 columns) on 16 warps with its statistics pass staged 3 deep (bf16 rows
-    of 65536 without a residual, several heads or no GPU: 16384-column tiles read three times, run ZZZ; its
-    rows of 128 KB and more of one head without a residual — bf16 65536 (since run ZZZZZK) to 262144, fp32
-    65536 / 131072 — split in 16 KB parts on 4 warps capped at 128 registers, four an SM, runs
-    ZZZZN-ZZZZP); the fused
-    add's forward splits rows into 8 KB parts (bf16: 4096 columns), 4 programs an SM, where every
-    part fits on its own SM and the weight has one head, as RMSNorm's fp32 rows of 65536 / 131072 in
-    1 × 4096 on 8 warps, four an SM (run ZZZZM; of 262144 too, holding their weight, run ZZZZZZI) and its 2-byte rows of 131072 / 262144 in 1 × 8192 on 4
-    warps, four an SM (runs ZZZZL-M), RMSNorm's plain 2-byte rows of 65536 whole on 32 warps, re-read for y (run ZZZZK;
-    else 16384-column tiles on 32 warps). The backward splits 2-byte rows into parts on 4 warps, two programs an SM (runs
-    ZZZE-ZZZF: LayerNorm 2 rows × 2048 — its rows of 32768 on 8 warps capped at 128 registers, run
-    ZZZH —, RMSNorm and the fused add's rows up to 65536 1 × 4096; since run ZZZZH RMSNorm's / the fused
-    add's rows of 65536 / 262144 in 1 × 2048 on 4 warps capped at 128 registers, four an SM, of 131072 in
-    1 × 4096 on 8 capped, two an SM — the fused add's of 262144 not) where they all fit one an SM, else
-    LayerNorm's 2 × 4096 on 8 warps, else the 1 × 8192 parts every family takes; 4-byte rows into 1
-    row × 2048 on 4 warps, three an SM (runs ZZZH, ZZZL), then 1 × 16 KB on 16 warps, as 8-byte rows (1
-    × 8192 fp32 parts spill: run ZZT); else column tiles. Reload (the previous row block read again
-    after the exchange, runs ZZZL-ZZZN; since design change 17, runs ZZZX-ZZZY, the 2-byte parts hold
-    it): the 4-byte 1 × 2048 parts past RMSNorm's 65536 and LayerNorm's 16384 columns, every fused
-    add's. The backward's prefetching parts as rows that are not vector-aligned take them (since design
-    change 30 the others stage their loads: test_backward_split_parts_stage_their_loads); the
-    fused add's and the fused LayerNorm's forward rows in staged parts of 4 KB on 4 warps, eight an SM
-    asked, holding the previous row block (session 25; 8-byte rows and parts that do not all fit one an
-    SM: 8 KB parts re-reading it)."""
+    """The GPU heuristic for rows wider than 32768, every family. Forward, rows of one weight head: the
+    fused add's and the fused LayerNorm's split in staged 4 KB parts, eight an SM (8-byte rows, and parts
+    that do not all fit, in 8 KB parts re-reading the previous row block), LayerNorm's in 16 KB parts,
+    RMSNorm's of 256 KB and more in 16 KB parts holding their weight (fp32's only at 262144), four an SM;
+    otherwise RMSNorm's bf16 rows of 65536 whole on 32 warps, LayerNorm's bf16 ones in the three-read
+    tiles, the rest column tiles. Backward of rows that are not vector-aligned (the prefetching parts;
+    aligned ones stage their loads: test_backward_split_parts_stage_their_loads): the first candidate
+    part below whose parts × heads all fit one an SM, else column tiles (docs/design.md#split-rows)."""
     for n, residual, layer_norm, size, heads, sms in itertools.product(
             (32769, 65536, 131072, 262144), (False, True), (False, True), (2, 4, 8), (1, 8), (0, 132)):
         fwd = cfg.tile_config(n, False, False, heads=heads, multiprocessors=sms, residual=residual,
@@ -785,7 +763,7 @@ def test_wide_rows_take_their_family_s_tiles():
               and (size, cfg.next_power_of_2(n)) in ((2, 65536), (2, 131072), (2, 262144), (4, 65536), (4, 131072),
                                                      (4, 262144))):
             expected = cfg.TileConfig(1, 16384 // size, True, 4, programs_per_sm=4, split=True, max_registers=128,
-                                      reload=True, hold_weight=size == 4)  # (runs ZZZZZZB-ZZZZZZC)
+                                      reload=True, hold_weight=size == 4)
         elif layer_norm and size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # three reads, capped
             expected = cfg.TileConfig(1, 16384, False, 32, centered_pass=True, max_registers=32)
         elif residual and size <= 4 and heads == 1 and sms and cfg.cdiv(n, 4096 // size) <= sms:  # staged 4 KB parts
@@ -795,13 +773,13 @@ def test_wide_rows_take_their_family_s_tiles():
         elif layer_norm:  # 16 KB tiles
             expected = cfg.TileConfig(1, 16384 // size, False, 16, column_stages=3)
         elif size == 4 and heads == 1 and sms and cfg.next_power_of_2(n) in (65536, 131072, 262144):  # 16 KB parts
-            # (run ZZZZM; rows of 262144 since run ZZZZZZI, holding their weight)
+            # (rows of 262144 holding their weight)
             expected = cfg.TileConfig(1, 4096, True, 8, programs_per_sm=4, split=True, reload=True,
                                       hold_weight=cfg.next_power_of_2(n) == 262144)
         elif size == 2 and not residual and heads == 1 and sms and cfg.next_power_of_2(n) in (131072, 262144):
-            # 16 KB parts (ZZZZM), holding their weight (run ZZZZZZG)
+            # 16 KB parts, holding their weight
             expected = cfg.TileConfig(1, 8192, True, 4, programs_per_sm=4, split=True, reload=True, hold_weight=True)
-        elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read (run ZZZZK)
+        elif size == 2 and not residual and cfg.next_power_of_2(n) == 65536:  # whole, re-read
             expected = cfg.TileConfig(1, 65536, True, 32, reload=True)
         else:
             expected = cfg.TileConfig(1, 16384, False, 32)
@@ -831,15 +809,14 @@ def test_wide_rows_take_their_family_s_tiles():
 
 def test_backward_rows_up_to_16384_split_in_pairs():
     """The backward's rows of 8192 < N ≤ 16384 on a GPU: 2-byte rows in parts on 4 warps —
-    LayerNorm's 2 × 2048, two programs an SM (run ZZZF), RMSNorm's 1 × 4096, two an SM, the fused add's 1
-    × 2048 capped at 128 registers, four an SM (run ZZZZM); 4-byte rows in 1 × 2048 on 4 warps, the fused add's three
-    an SM re-reading the previous row block after the exchange (reload; run ZZZL: its fp32 4096×16384
-    301.4 µs against 309.1 on 8 warps, two an SM; run ZZZY: held 303.2 against 292.0), RMSNorm's and
-    LayerNorm's two an SM holding it (run ZZZY: 221.0 / 224.3 against 226.2 / 231.4 reloading); 8-byte rows in
-    1 × 2048 (16 KB) on 16 warps, one an SM.
-    Where the parts of every head do not fit one an SM, the next candidate or the whole row. (The
-    prefetching parts: those of rows that are not vector-aligned, and since design change 30 wherever no
-    staged part leads — test_backward_split_parts_stage_their_loads.)"""
+    LayerNorm's 2 × 2048, two programs an SM, RMSNorm's 1 × 4096, two an SM, the fused add's 1 × 2048
+    capped at 128 registers, four an SM; 4-byte rows in 1 × 2048 on 4 warps, the fused add's three an SM
+    re-reading the previous row block after the exchange (reload; H200, fp32 4096×16384: 301.4 µs against
+    309.1 on 8 warps two an SM, 292.0 against 303.2 holding it), RMSNorm's and LayerNorm's two an SM
+    holding it (221.0 / 224.3 µs against 226.2 / 231.4 reloading); 8-byte rows in 1 × 2048 (16 KB) on 16
+    warps, one an SM. Where the parts of every head do not fit one an SM, the next candidate or the whole
+    row. These are the prefetching parts of rows that are not vector-aligned; aligned rows stage their
+    loads where a staged part fits (test_backward_split_parts_stage_their_loads)."""
     def pick(n, size, residual, layer_norm=False, heads=1):
         t = cfg.tile_config(n, True, False, heads=heads, multiprocessors=132, residual=residual,
                             layer_norm=layer_norm, element_size=size, vector_aligned=False)
@@ -863,19 +840,12 @@ def test_backward_rows_up_to_16384_split_in_pairs():
 
 
 def test_backward_split_parts_stage_their_loads():
-    """Design change 30 (run ZZZZZC; LayerNorm's fp32 and fused rows since session 25, runs ZZZZZD-E): with
-    saved statistics and vector-aligned rows, the backward's split parts stage their loads in shared
-    memory — 2-byte rows in 1 × 2048 on 4 warps capped at 128 registers, four an SM, 3 stages (RMSNorm's
-    rows of 131072 in 1 × 4096 on 4, two an SM; LayerNorm's without a residual, past 16384, and the fused
-    LayerNorm's of 131072 alike — session 27, run ZZZZZG), 4-byte rows 1 × 1024 on 4, four an SM (RMSNorm's of
-    65536 1 × 2048 on 8, two an SM; LayerNorm's 1 × 2048 on 4, three an SM, four deep, but 1 × 4096 on 8 at
-    131072 without a residual, session 36); recomputing the
-    statistics (design change 39, run ZZZZZW; session 36, run ZZZZZX), 2-byte rows alike but LayerNorm's, with
-    or without a residual, at 16384 (1 × 4096 on 4, two an SM), 262144 (1 × 8192 on 8, one an SM) and the fused
-    LayerNorm's 1 × 4096 at 32768-131072, every 4-byte row in LayerNorm's 1 × 2048 four deep but LayerNorm's
-    from 131072 (1 × 4096 on 8, one an SM; prefetching without a residual at 262144: runs ZZZZZY-ZZZZZZ);
-    elsewhere — unaligned, or where the staged parts do not all fit one an SM — the
-    prefetching parts."""
+    """With vector-aligned rows the backward's split parts stage their loads in shared memory (3 or 4
+    deep), with saved statistics and mostly with recomputed ones too: 2-byte rows mostly in 1 × 2048 on
+    4 warps capped at 128 registers, four an SM, 4-byte rows in 1 × 1024 on 4 warps, four an SM, or
+    LayerNorm's 1 × 2048, three an SM, four deep; each family's exceptions are spelled out below. Rows
+    that are not vector-aligned, or staged parts that do not all fit one an SM, take the prefetching
+    parts (docs/design.md#split-rows)."""
     def pick(n, size, residual, layer_norm, **kw):
         t = cfg.tile_config(n, True, False, multiprocessors=132, residual=residual, layer_norm=layer_norm,
                             element_size=size, **kw)
@@ -892,7 +862,7 @@ def test_backward_split_parts_stage_their_loads():
             expected = (1, 2048, 4, 4, 128, 3) if whole == 16384 else (1, 4096, 4, 2, 0, 3)
         elif size == 2 and layer_norm:  # the fused LayerNorm: four deep at 32768 / 65536, 1 × 4096 at 131072
             expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 else (1, 2048, 4, 4, 128, 4 if whole in (32768, 65536) else 3)
-        elif size == 4 and layer_norm:  # four deep; LayerNorm's 131072 in 1 × 4096 on 8 (run ZZZZZZ)
+        elif size == 4 and layer_norm:  # four deep; LayerNorm's 131072 in 1 × 4096 on 8
             expected = (1, 4096, 8, 1, 0, 4) if whole == 131072 and not residual else (1, 2048, 4, 3, 0, 4)
         elif size == 2 and not layer_norm:
             expected = (1, 4096, 4, 2, 0, 3) if whole == 131072 and not residual else (1, 2048, 4, 4, 128, 3)
@@ -925,8 +895,8 @@ def test_backward_split_parts_stage_their_loads():
 
 
 def test_forward_rows_of_32768_by_bytes():
-    """Rows of 32768 (run ZZZ): the fused add's fp32 / fp64 rows (128 / 256 KB) split — in staged 4 KB
-    parts holding the previous row block (session 25) as its bf16 rows past 32768 do, 8-byte ones in
+    """Rows of 32768: the fused add's fp32 / fp64 rows (128 / 256 KB) split — in staged 4 KB
+    parts holding the previous row block as its bf16 rows past 32768 do, 8-byte ones in
     8 KB parts (one head, every part on its own SM) —, its bf16 rows stay
     whole; LayerNorm's bf16 rows without a residual take the 8192-column tiles read three times,
     with a residual the whole row. Rows of 16384: the fused add splits only 8-byte ones."""
@@ -935,7 +905,7 @@ def test_forward_rows_of_32768_by_bytes():
                                layer_norm=layer_norm, element_size=size)
     for n in (16385, 32768):
         assert pick(n, True, False, 4) == cfg.TileConfig(1, 1024, True, 4, programs_per_sm=8, split=True,
-                                                         async_stages=3)  # staged 4 KB parts (session 25)
+                                                         async_stages=3)  # staged 4 KB parts
         assert pick(n, True, False, 8) == cfg.TileConfig(1, 1024, True, 8, programs_per_sm=4, split=True, reload=True)
         assert not pick(n, True, False, 2).split and pick(n, True, False, 2).one_tile
         assert not pick(n, True, False, 4, heads=8).split  # per-head weights: no split forward
@@ -991,7 +961,7 @@ def test_reload_and_register_cap_are_checked():
 def test_forced_whole_row_config_narrower_than_the_row_is_refused(device):
     """A whole-row tile (one_tile, not split) reaches block_n columns and nothing loops over the rest:
     forced narrower than N it left columns unwritten (tools/tune.py timed 2 × 4096 at N = 8192 and
-    reported a mismatch, run ZZZZZG). Both launchers refuse it, naming block_n and N; split parts and
+    reported a mismatch). Both launchers refuse it, naming block_n and N; split parts and
     column tiles of that width still run."""
     m, n = 3, 96
     x, w, _ = make_inputs(m, n, torch.float32, device, seed=5)
@@ -1012,8 +982,8 @@ def test_forced_whole_row_config_narrower_than_the_row_is_refused(device):
 
 def test_low_level_backward_refuses_a_weight_without_dweight(device):
     """ops.launch_bwd's HAS_WEIGHT is one flag for the weight's read and dweight's partials: a weight
-    without dweight ran the weightless kernel, dx silently off by the weight (found in session 32
-    writing tools/runs/cluster_diag.py). Both mismatches are refused before any launch, naming them."""
+    without dweight ran the weightless kernel, dx silently off by the weight. Both mismatches are
+    refused before any launch, naming them."""
     m, n = 3, 40
     x, w, _ = make_inputs(m, n, torch.float32, device, seed=7)
     dy = torch.randn(m, n).to(device)

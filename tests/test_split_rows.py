@@ -44,7 +44,7 @@ def _inputs(m, n, dtype, *, heads=1, seed=0):
     (33, 40000, None),  # the GPU heuristic's own split config
     (7, 1000, _split(128, reload=True)),  # the previous block read again after the exchange
     (300, 4097, _split(1024, block_m=2, reload=True, prefetch=True)),
-    # loads staged in shared memory, the wait spinning in PTX (design change 30): 8 parts, ~19 row blocks
+    # loads staged in shared memory (async_stages), the wait spinning in PTX: 8 parts, ~19 row blocks
     # a group through the exchange's ring; then rows that are not vector-aligned (the pipeliner leaves
     # their loads as written), four stages
     (300, 4096, _split(512, async_stages=3)),
@@ -120,14 +120,14 @@ def test_split_is_bitwise_deterministic_and_matches_whole_path(n):
     (7, 1000, _split(128)),  # 8 parts, the last one partial
     (300, 4097, _split(1024, block_m=2)),  # 5 parts (not a power of two), the last has 1 column
     (33, 40000, _split(8192, warps=8)),  # 5 parts of 8192
-    (300, 4096, _split(512, async_stages=3)),  # staged loads, the wait spinning in PTX (design change 30)
+    (300, 4096, _split(512, async_stages=3)),  # staged loads (async_stages), the wait spinning in PTX
     (33, 40000, _split(2048, async_stages=3)),
     (33, 40001, _split(2048, async_stages=3)),  # rows not vector-aligned: the pipeliner's loads as written
     # the previous row block read again for y (reload, what the heuristics ask) rather than held
     (7, 1000, _split(128, reload=True)),
     (300, 4097, _split(1024, block_m=2, reload=True)),
     (300, 4096, _split(512, async_stages=3, reload=True)),
-    # the part's weight and bias loaded once and held across its row blocks (hold_weight, run ZZZZZZB):
+    # the part's weight and bias loaded once and held across its row blocks (hold_weight):
     # a partial last part, two rows a block, staged loads
     (7, 1000, _split(128, reload=True, hold_weight=True)),
     (300, 4097, _split(1024, block_m=2, reload=True, hold_weight=True)),
@@ -254,9 +254,9 @@ def test_interpreter_refuses_split_configs(device):
 
 
 def test_split_needs_resident_programs(device):
-    """More parts × heads than resident programs: refused, never launched to deadlock. The
-    forward splits only wide rows of one head (the fused add's, RMSNorm's of 128 KB and more, runs ZZR
-    / ZZZZM; LayerNorm's lost to column tiles), and refuses split configs with per-head weights."""
+    """More parts × heads than resident programs: refused, never launched to deadlock; the heuristics
+    take column tiles where a split would not fit (several weight heads, few SMs). The forward splits only
+    rows of one head and refuses split configs with per-head weights (docs/design.md#split-rows)."""
     with pytest.raises(ValueError, match="resident"):
         cfg.backward_grid(_split(128), 100, 4, n=1000, heads=1)
     assert cfg.backward_grid(_split(128), 100, 132, n=1000, heads=1) == 16

@@ -136,9 +136,9 @@ def test_tile_specs_of_the_sweep_and_ptx_stats():
 
 
 def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
-    """tools/tune.py's split candidates (backward) include the heuristic's parts on two programs an SM
-    (run ZZZE; LayerNorm's at 32768 capped at 128 registers, run ZZZH) and never ask for two of a part
-    on more than 8 warps (three on 4); each with and without reload (run ZZZL)."""
+    """tools/tune.py's split candidates (backward) include every part the heuristic picks at 32768 (two
+    programs an SM, LayerNorm's capped at 128 registers, the staged parts) and never ask for two of a part
+    on more than 8 warps (three on 4); each unstaged part with and without reload."""
     from normkit import config as cfg
 
     all_candidates = _tool("tune").split_candidates(32768)
@@ -147,8 +147,8 @@ def test_split_sweep_asks_for_two_programs_an_sm_on_few_warps():
               for ln in (False, True) for size in (2, 4) for recompute in (False, True) for aligned in (False, True)}
     assert picked <= {dataclasses.replace(c, prefetch=not c.async_stages) for c in all_candidates}, picked
     assert any(c.async_stages for c in picked) and any(c.prefetch for c in picked)
-    # the staged parts (design change 30): 4 or 8 warps, 3 or 4 stages, four an SM on 4 warps capped at 128
-    # (three: LayerNorm's fp32 parts, session 25)
+    # the parts that stage their loads: 4 or 8 warps, 3 or 4 stages, four an SM on 4 warps capped at 128
+    # (three an SM: LayerNorm's fp32 parts)
     staged = [c for c in all_candidates if c.async_stages]
     assert {(c.num_warps, c.programs_per_sm) for c in staged} == {(4, 2), (4, 3), (4, 4), (8, 1), (8, 2)}
     assert {c.async_stages for c in staged} == {3, 4} and not any(c.reload or c.prefetch for c in staged)

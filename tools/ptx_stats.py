@@ -8,8 +8,9 @@ row loop's body appears once in the PTX); for split parts also the exchange's at
 spin waits a row block (staged parts: each wait an L2 round trip in the row block's critical path).
 With --sass, also the SASS of the kernel's largest loop (the row loop; `nvdisasm` of the cubin): its
 instructions a thread an iteration, per element the thread owns (BLOCK_M·BLOCK_N / threads), by
-opcode and by the source line they came from — what an issue-bound tile spends (run ZZZU: the split
-parts issue 0.45-0.51 instructions a cycle a scheduler; run ZZZZZF: 6-10 % fewer of them, ±1 %).
+opcode and by the source line they came from — what an issue-bound tile spends (H200: the split parts
+issue 0.45-0.51 instructions a cycle a scheduler, and 6-10 % fewer moved their time by ±1 %: they are
+latency-bound, not issue-bound).
 Run without TRITON_INTERPRET:
 
     python tools/ptx_stats.py --kind bwd --families layer_norm,rms --widths 1024,2048,4096,8192

@@ -84,13 +84,12 @@ def parse_config(spec):
 
 def split_candidates(n):
     """Split rows (backward): part width × rows × warps (2048-16384 elements a part: fp32's 1 × 2048
-    too), one program an SM and, on 4 or 8 warps, two
-    (the launcher fits the grid to the programs the compiled kernel leaves resident, so two is
-    safe to ask for; run ZZZE: 2 × 2048 / 1 × 4096 on 4 warps, two an SM, won every bf16 family),
-    and two on 8 warps also capped at the registers that let two fit (128: run ZZZH, LayerNorm's rows
-    of 32768); on 4 warps three too (capped at 170), and each part also re-reading the previous row
-    block after the exchange (reload: one block fewer in registers; run ZZZL, fp32 1 × 2048 three an
-    SM); then the parts that stage their loads (design change 30)."""
+    too), one program an SM and, on 4 or 8 warps, two (the launcher fits the grid to the programs the
+    compiled kernel leaves resident, so two is safe to ask for; on the H200 2 × 2048 / 1 × 4096 on 4
+    warps, two an SM, won every bf16 family), and two on 8 warps also capped at the registers that let
+    two fit (128: LayerNorm's rows of 32768 won that way); on 4 warps three too (capped at 170), and
+    each part also re-reading the previous row block after the exchange (reload: one block fewer in
+    registers; fp32 1 × 2048 three an SM won that way); then the parts that stage their loads."""
     out = []
     for block_n, block_m, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2, 4), (4, 8, 16, 32)):
         tile = block_n * block_m
@@ -102,9 +101,9 @@ def split_candidates(n):
                 if per_sm > 1 and fitting < 255:
                     out.append(cfg.TileConfig(block_m, block_n, True, warps, programs_per_sm=per_sm, split=True,
                                               max_registers=fitting, reload=reload))
-    # parts staging their loads in shared memory (design change 30; async_stages, neither prefetch nor
-    # reload), 1024-8192 elements on 4 or 8 warps: two to four an SM on 4 warps (three: LayerNorm's fp32
-    # parts, session 25), one or two on 8, each also capped at the registers that let them fit
+    # parts staging their loads in shared memory (async_stages, neither prefetch nor reload), 1024-8192
+    # elements on 4 or 8 warps: two to four an SM on 4 warps (three: LayerNorm's fp32 parts), one or two
+    # on 8, each also capped at the registers that let them fit
     for block_n, block_m, warps in itertools.product((1024, 2048, 4096), (1, 2), (4, 8)):
         tile = block_n * block_m
         if block_n < n and 1024 <= tile <= 8192 and tile // (32 * warps) in (4, 8, 16, 32):
@@ -230,7 +229,7 @@ def main(argv=None):
         stats = [ops.norm_fwd(x, w, b, None, eps=1e-6, store_stats=True, is_rms_norm=rms) for x in xs]
         rstds, means = [s[3] for s in stats], [s[2] for s in stats]
         # fused add: dresidual_out is a tensor of its own (reusing another set's dy would be read
-        # from L2 and overstate the bandwidth: run I measured 104 % of copy that way)
+        # from L2 and overstate the bandwidth: a sweep measured 104 % of copy that way)
         dres = ([torch.randn(m, n, device=dev, dtype=res_dtype if args.kind == "fwd" else dtype, generator=g)
                  for _ in range(sets)] if fused else [None] * sets)
         outs = [torch.empty_like(x, dtype=out_dtype if args.kind == "fwd" else dtype) for x in xs]
@@ -241,8 +240,8 @@ def main(argv=None):
         def calls(config):
             if args.kind == "fwd":
                 # fused add: dres stands in for the residual (an (M, N) tensor of its own), h stored;
-                # the statistics stored as a training forward does (run ZS's sweep left them out and
-                # ranked a LayerNorm tile 0.8 µs ahead that runs 5 µs behind in the benchmark: run ZT)
+                # the statistics stored as a training forward does (a sweep that left them out ranked a
+                # LayerNorm tile 0.8 µs ahead that ran 5 µs behind in the benchmark)
                 return [lambda i=i: ops.launch_fwd(xs[i], outs[i], weight=w, bias=b, residual=dres[i],
                                                    residual_out=res_outs[i], mean=None if rms else means[i],
                                                    rstd=rstds[i], eps=1e-6, is_rms_norm=rms,
@@ -323,7 +322,7 @@ def main(argv=None):
         best = rows[0]
         pct = lambda t: 100 * nbytes / t / bw  # noqa: E731
         # a heuristic whose result differs from the reference says so on its own line, before "best" (the
-        # device scripts' A/B arms cut the line there: run ZZZZZJ timed a wrong build as 2-8 % faster)
+        # device scripts' A/B arms cut the line there, and once timed a wrong build as 2-8 % faster)
         wrong = " WRONG (differs from the reference run)" if any(
             c == default and not ok for _, c, ok in rows) else ""
         print(f"{shape} {args.dtype} {family} {args.kind}: heuristic {t_def * 1e6:.1f} us ({pct(t_def):.0f}%){wrong}  "
