@@ -85,7 +85,7 @@ def test_wide_row_tiles_spill_little():
     """The heuristic's tiles for wide rows (split parts, column tiles, the fused add's split forward),
     every family, bf16 and fp32, as launched (ptxas, sm_90): at most 128 B spilled a thread. The bf16
     split parts of 1 × 8192 spill 16-20 B (measured fast); fp32 rows once took those same parts and
-    spilled 2.8-3.4 KB — 13-17 ms for 4096×65536 where 1.0-1.25 ms was due (runs ZZS-ZZU)."""
+    spilled 2.8-3.4 KB — 13-17 ms for 4096×65536 where 1.0-1.25 ms was due (H200)."""
     for kind, widths in (("bwd", "12000,32768,65536"), ("fwd", "65536")):
         for dtype in ("bf16", "fp32"):
             stdout, lines = _ptx_stats(kind, "--widths", widths, "--dtype", dtype)
