@@ -20,7 +20,7 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _round(t: Tensor, dtype: Optional[torch.dtype]) -> Tensor:
+def rounded(t: Tensor, dtype: Optional[torch.dtype]) -> Tensor:
     """t rounded to `dtype` and back (Llama-style casting of x̂); unchanged for None."""
     return t if dtype is None else t.to(dtype).to(t.dtype)
 
@@ -68,13 +68,13 @@ def _norm_fwd(x, weight, bias, residual, eps, is_rms_norm, weight_offset, out_dt
     res_dtype = residual_dtype or (residual.dtype if residual is not None else x.dtype)
     mean, rstd = _stats(h, is_rms_norm, eps)
     centered = h if is_rms_norm else h - mean.unsqueeze(-1)
-    y = _round(centered * rstd.unsqueeze(-1), x_hat_dtype)
+    y = rounded(centered * rstd.unsqueeze(-1), x_hat_dtype)
     if weight is not None:
         y = y * (weight.to(acc) + weight_offset)
     if bias is not None:
         y = y + bias.to(acc)
     if gate is not None:
-        y = _round(y, u_dtype(weight, x_hat_dtype)) * torch.nn.functional.silu(gate.to(acc))
+        y = rounded(y, u_dtype(weight, x_hat_dtype)) * torch.nn.functional.silu(gate.to(acc))
     return y.to(out_dtype or x.dtype), h.to(res_dtype), mean, rstd
 
 
@@ -116,8 +116,8 @@ def _norm_bwd(x, weight, dy, mean, rstd, dresidual_out, eps, is_rms_norm, weight
     if gate is not None:  # y = u·silu(gate): the norm's gradient is dy·silu(gate)
         gate_c = gate.to(acc)
         sigmoid = torch.sigmoid(gate_c)  # silu = gate·σ, silu' = σ·(1 + gate·(1 − σ))
-        u = _round(x_hat, x_hat_dtype)
-        u = _round(u * (weight.to(acc) + weight_offset) if weight is not None else u, u_dtype(weight, x_hat_dtype))
+        u = rounded(x_hat, x_hat_dtype)
+        u = rounded(u * (weight.to(acc) + weight_offset) if weight is not None else u, u_dtype(weight, x_hat_dtype))
         dgate = (dyc * u * sigmoid * (1 + gate_c * (1 - sigmoid))).to(gate.dtype)
         dyc = dyc * (gate_c * sigmoid)
     g = dyc * (weight.to(acc) + weight_offset) if weight is not None else dyc
@@ -132,7 +132,7 @@ def _norm_bwd(x, weight, dy, mean, rstd, dresidual_out, eps, is_rms_norm, weight
     lead = tuple(range(x.dim() - param_ndim))  # per-head: sum over every dim but the last two
     dweight = None
     if weight is not None:
-        dweight = (dyc * _round(x_hat, x_hat_dtype)).sum(dim=lead).to(weight.dtype)
+        dweight = (dyc * rounded(x_hat, x_hat_dtype)).sum(dim=lead).to(weight.dtype)
     dbias = dyc.sum(dim=lead).to(bias_dtype) if bias_dtype is not None else None
     if gate is not None:
         return dx.to(x.dtype), dweight, dbias, dgate
