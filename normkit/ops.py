@@ -7,6 +7,7 @@ TRITON_INTERPRET=1) or call `normkit.reference` on CPU. They do no math of their
 The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
+import dataclasses
 import functools
 import threading
 import warnings
@@ -58,6 +59,15 @@ def _check_gate_config(gate: Optional[Tensor], config: cfg.TileConfig) -> None:
     pick them for one (`_sms_for_tiles`), so only a forced config can get here."""
     if gate is not None and config.split:
         raise ValueError(f"a gate runs on whole rows or column tiles, not split rows (split=True), got {config}")
+
+
+def _gated_backward_tile(config: cfg.TileConfig) -> cfg.TileConfig:
+    """The backward's whole-row tile for a gated norm: half the rows of the ungated one. It holds three
+    rows of inputs (h, dy, gate) where the ungated holds two; ptxas (sm_90, the tiles as launched)
+    counts bf16 16 × 128 on 1 warp 255 registers and a spill → 8 × 128 168 (ungated 133), 2 × 2048 255 →
+    1 × 2048 157 (168), fp32 32 × 128 6048 B spilled → 16 × 128 none. Counted, not yet timed on an H200."""
+    return dataclasses.replace(config, block_m=config.block_m // 2) if config.one_tile and config.block_m > 1 \
+        else config
 
 
 def _sms_for_tiles(gate: Optional[Tensor], sms: int) -> int:
@@ -394,6 +404,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        # the tile may stage its loads)
                                        vector_aligned=not cfg.may_stage(n, x.element_size())
                                        or _vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate))
+    if gate is not None and config is None:
+        picked = _gated_backward_tile(picked)
     config = cfg.fit_block_m(picked, m // heads)
     _check_gate_config(gate, config)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)

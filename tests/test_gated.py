@@ -142,6 +142,11 @@ def test_split_rows_are_never_picked_with_a_gate():
                                          **scenario)
                 assert not picked.split, (n, backward, scenario, picked)
     assert ungated_splits >= 10 and ops._sms_for_tiles(None, 132) == 132
+    # whole rows hold a third input row (the gate): half the rows a tile (ops._gated_backward_tile)
+    assert ops._gated_backward_tile(cfg.TileConfig(16, 128, True, async_stages=3)) == cfg.TileConfig(
+        8, 128, True, async_stages=3)
+    assert ops._gated_backward_tile(cfg.TileConfig(1, 8192, True)).block_m == 1
+    assert ops._gated_backward_tile(cfg.TileConfig(2, 4096, False)).block_m == 2  # (column tiles: as picked)
     x = torch.randn(4, 64)
     split = cfg.TileConfig(1, 32, True, split=True)
     with pytest.raises(ValueError, match="not split rows"):
