@@ -88,10 +88,10 @@ def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], ep
 
     The norm is RMSNorm (LayerNorm with `is_rms_norm=False`) of h = x (+ residual), with optional
     bias, weight_offset and x_hat_dtype (Llama-style casting: x̂ rounded to it before the weight);
-    dresidual_out is the gradient arriving on residual_out; a gate makes it the gated RMSNorm. Parameters of shape (H, N) are per-head
-    (x of shape (..., H, N)). `outputs` maps a label to (kind, tensor), kind one of "y",
-    "residual_out", "rstd", "dx", "dweight", "dbias", "dgate". rstd is compared as a flat vector; dweight and
-    dbias over all rows. dy is needed for the gradients. dx is the gradient of h, so it is also the
+    dresidual_out is the gradient arriving on residual_out; a gate makes it the gated RMSNorm.
+    Parameters of shape (H, N) are per-head (x of shape (..., H, N)). `outputs` maps a label to
+    (kind, tensor), kind one of "y", "residual_out", "rstd", "dx", "dweight", "dbias", "dgate".
+    rstd is compared as a flat vector; dweight and dbias over all rows. dy is needed for the gradients. dx is the gradient of h, so it is also the
     kind of the gradient of the residual.
     """
     n = x.shape[-1]
