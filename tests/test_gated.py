@@ -171,6 +171,9 @@ def test_autograd_with_residual_and_per_head_weights(device):
     assert_matches(h, h64, F32, "residual_out")
     for name, a, b in zip(("dx", "dresidual", "dweight", "dgate"), got, torch.autograd.grad(y64, ref, dy.double())):
         assert_matches(a, b, F32, name)
+    only_gate = gate.clone().requires_grad_()  # the gate alone requiring grad still goes through autograd
+    dgate = torch.autograd.grad(normkit.rms_norm(x, weight, gate=only_gate, eps=EPS), only_gate, dy)[0]
+    assert_matches(dgate, float64_reference(x, weight, gate, dy)[3], F32, "dgate alone")
     heads = torch.randn(4, 48, dtype=F32, device=device) + 1
     y = normkit.rms_norm(x, heads, gate=gate, eps=EPS)
     assert_matches(y, float64_reference(x, heads, gate, dy)[0], F32, "per-head y")
