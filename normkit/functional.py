@@ -1,4 +1,4 @@
-"""Autograd-aware `rms_norm` and `layer_norm`, with fused residual add, bias and weight offset.
+"""Autograd-aware `rms_norm` and `layer_norm`, with fused residual add, bias, weight offset and a gate.
 
 One autograd.Function serves both norms. It works on 2-D (M, N) views (reshapes stay outside
 it, so torch.compile sees stable ranks), saves h (x, or residual_out = x + residual), the
@@ -27,7 +27,7 @@ def _h_is_rounded(x: Tensor, residual: Optional[Tensor], residual_dtype: Optiona
 
 
 class NormFunction(torch.autograd.Function):
-    """(x, weight, bias, residual) → (y, residual_out, (mean, rstd)); gradients for the four tensors.
+    """(x, weight, bias, residual, gate) → (y, residual_out, (mean, rstd)); gradients for the five tensors.
 
     residual_out (None when h is x itself) is an output even when the caller drops it: what is
     saved must be an input or an output (torch.func's rule), and double backward reaches x and
@@ -36,7 +36,8 @@ class NormFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype):
+    def forward(x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype,
+                x_hat_dtype):
         # LayerNorm whose h = x + residual is stored rounded (residual_out narrower than the fp32 /
         # fp64 sum the statistics came from): the backward recomputes mean and rstd from the saved
         # h. Applying the exact statistics to the rounded h would turn the rounding of a
@@ -44,16 +45,17 @@ class NormFunction(torch.autograd.Function):
         recompute = not is_rms_norm and _h_is_rounded(x, residual, residual_dtype)
         out, residual_out, mean, rstd = ops.norm_fwd(
             x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
+            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype,
+            gate=gate)
         return out, residual_out, (mean, rstd)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs
+        x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs
         residual_out = output[1]
         h = x if residual_out is None else residual_out
-        ctx.save_for_backward(h, weight, *output[2])
-        ctx.save_for_forward(h, weight)
+        ctx.save_for_backward(h, weight, gate, *output[2])
+        ctx.save_for_forward(h, weight, gate)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros to add
         # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and
         # dtype, x's and the residual's dtypes, y's dtype, whether h is residual_out
@@ -69,34 +71,35 @@ class NormFunction(torch.autograd.Function):
         return _backward(ctx, dout, dresidual_out, graph)
 
     @staticmethod
-    def jvp(ctx, x_t, weight_t, bias_t, residual_t, *_):
-        return _jvp(*ctx.saved_tensors, x_t, weight_t, bias_t, residual_t, ctx.meta)
+    def jvp(ctx, x_t, weight_t, bias_t, residual_t, gate_t, *_):
+        return _jvp(*ctx.saved_tensors, x_t, weight_t, bias_t, residual_t, gate_t, ctx.meta)
 
     @staticmethod
-    def vmap(info, in_dims, x, weight, bias, residual, *rest):
-        return _vmap(info.batch_size, in_dims, x, weight, bias, residual, rest)
+    def vmap(info, in_dims, x, weight, bias, residual, gate, *rest):
+        return _vmap(info.batch_size, in_dims, x, weight, bias, residual, gate, rest)
 
 
 def _backward(ctx, dout, dresidual_out, graph: bool):
     """NormFunction's gradients: the backward op (kernels), or with `graph` the differentiable
     torch-op form (`_backward_graph`)."""
-    h, weight, mean, rstd = ctx.saved_tensors
+    h, weight, gate, mean, rstd = ctx.saved_tensors
     eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
+    dgate = None
     if dout is None:  # only residual_out was used: y contributes nothing
         dh, dweight, dbias = dresidual_out, None, None
     elif graph:
-        dh, dweight, dbias = _backward_graph(h, weight, dout, dresidual_out, ctx.meta)
+        dh, dweight, dbias, *dgate = _backward_graph(h, weight, gate, dout, dresidual_out, ctx.meta)
     else:
-        dh, dweight, dbias = ops.norm_bwd(
+        dh, dweight, dbias, *dgate = ops.norm_bwd(
             h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
             bias_dtype=bias_dtype, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            x_hat_dtype=x_hat_dtype)
+            x_hat_dtype=x_hat_dtype, gate=gate)
     needs = ctx.needs_input_grad
     # h = x + residual: both receive dh (the same tensor when the dtypes agree).
     dx = None if dh is None or not needs[0] else dh if dh.dtype == x_dtype else dh.to(x_dtype)
     dresidual = None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
     return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
-            None, None, None, None, None, None)
+            dgate[0] if dgate and needs[4] else None, None, None, None, None, None, None)
 
 
 def _heads(weight: Optional[Tensor], bias_shape) -> int:
@@ -110,29 +113,34 @@ def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
     return t if t is None or heads == 1 else t.reshape(-1, heads, t.shape[-1])
 
 
-def _backward_graph(h, weight, dout, dresidual_out, meta):
-    """(dh, dweight, dbias) from differentiable torch ops: double backward and torch.func.
+def _backward_graph(h, weight, gate, dout, dresidual_out, meta):
+    """(dh, dweight, dbias) from differentiable torch ops: double backward and torch.func; dgate
+    as a fourth with a gate.
 
     The math is `reference.norm_bwd`'s, in fp32 (fp64 for fp64 h) as the kernels compute it,
     dh = rstd·(g − ĥ·mean(g·ĥ) − mean(g)) + dresidual_out with g = dout·(w + weight_offset),
-    dweight = Σ_rows dout·ĥ, dbias = Σ_rows dout — with mean and rstd recomputed from the saved h
-    inside the graph: their dependence on h is part of every second derivative.
+    dweight = Σ_rows dout·ĥ, dbias = Σ_rows dout (dout·silu(gate) in place of dout with a gate, and
+    dgate = dout·u·silu'(gate)) — with mean and rstd recomputed from the saved h inside the graph:
+    their dependence on h is part of every second derivative.
     """
     eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype = meta[:6]
     heads = _heads(weight, bias_shape)
-    dh, dweight, dbias = reference.norm_bwd(
+    dh, *grads = reference.norm_bwd(
         _per_head(h, heads), weight, _per_head(dout, heads), None, None, _per_head(dresidual_out, heads), eps=eps,
         is_rms_norm=is_rms_norm, weight_offset=weight_offset, bias_dtype=bias_dtype,
-        param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype, create_graph=True)
-    return dh.reshape(h.shape), dweight, dbias
+        param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype, gate=_per_head(gate, heads), create_graph=True)
+    if gate is not None:
+        grads[2] = grads[2].reshape(h.shape)
+    return (dh.reshape(h.shape), *grads)
 
 
-def _jvp(h, weight, x_t, weight_t, bias_t, residual_t, meta):
-    """Tangents of (y, residual_out) for tangents of (x, weight, bias, residual); forward-mode AD.
+def _jvp(h, weight, gate, x_t, weight_t, bias_t, residual_t, gate_t, meta):
+    """Tangents of (y, residual_out) for tangents of (x, weight, bias, residual, gate); forward-mode AD.
 
-    ḣ = ẋ + ṙ; ẏ = J·ḣ·(w + weight_offset) + ĥ·ẇ + ḃ, where J = ∂ĥ/∂h is the symmetric
+    ḣ = ẋ + ṙ; u̇ = J·ḣ·(w + weight_offset) + ĥ·ẇ + ḃ, where J = ∂ĥ/∂h is the symmetric
     rstd·(I − ĥĥᵀ/N − 11ᵀ/N) (the 11ᵀ term for LayerNorm only): the backward's dx of g = ḣ.
-    ĥ·ẇ uses the x̂ the weight multiplies (rounded with casting_mode "llama").
+    ĥ·ẇ uses the x̂ the weight multiplies (rounded with casting_mode "llama"). ẏ = u̇, or with a
+    gate ẏ = u̇·silu(gate) + u·silu'(gate)·ġ (u as the forward rounded it).
     """
     eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, _, _, _, out_dtype, h_is_residual_out = meta
     acc = reference.compute_dtype(h.dtype)
@@ -151,6 +159,15 @@ def _jvp(h, weight, x_t, weight_t, bias_t, residual_t, meta):
         terms.append(x_hat * weight_t.to(acc))
     if bias_t is not None:
         terms.append(bias_t.to(acc).expand_as(h_acc))
+    if gate is not None:
+        gate_acc = _per_head(gate.to(acc), heads)
+        sigmoid = torch.sigmoid(gate_acc)  # silu = gate·σ, silu' = σ·(1 + gate·(1 − σ))
+        terms = [term * (gate_acc * sigmoid) for term in terms]
+        if gate_t is not None:
+            u = reference.norm_fwd(h_acc, weight, eps=eps, is_rms_norm=is_rms_norm, weight_offset=weight_offset,
+                                   x_hat_dtype=x_hat_dtype, create_graph=True)[0]
+            u = reference.rounded(u, reference.u_dtype(weight, x_hat_dtype))
+            terms.append(u * (sigmoid * (1 + gate_acc * (1 - sigmoid))) * _per_head(gate_t.to(acc), heads))
     y_t = sum(terms[1:], terms[0]).reshape(h.shape).to(out_dtype)  # (jvp is called with some tangent)
     residual_out_t = None
     if h_is_residual_out:
@@ -158,16 +175,16 @@ def _jvp(h, weight, x_t, weight_t, bias_t, residual_t, meta):
     return y_t, residual_out_t, None  # (none for the statistics)
 
 
-def _vmap(size, in_dims, x, weight, bias, residual, rest):
+def _vmap(size, in_dims, x, weight, bias, residual, gate, rest):
     """NormFunction under torch.vmap: the vmapped dimension becomes more rows. When weight or
     bias is vmapped too, its B parameter sets (of H heads each) become B·H per-head parameters,
     with x's rows ordered (row, set, head) to match."""
-    x_dim, weight_dim, bias_dim, residual_dim = in_dims[:4]
+    x_dim, weight_dim, bias_dim, residual_dim, gate_dim = in_dims[:5]
 
     def front(t, dim):  # the vmapped dimension first; expanded where t is not vmapped
         return None if t is None else t.movedim(dim, 0) if dim is not None else t.expand(size, *t.shape)
 
-    x, residual = front(x, x_dim), front(residual, residual_dim)  # (B, M, N)
+    x, residual, gate = front(x, x_dim), front(residual, residual_dim), front(gate, gate_dim)  # (B, M, N)
     _, m, n = x.shape
     per_set = weight_dim is not None or bias_dim is not None
     heads = 1
@@ -187,7 +204,7 @@ def _vmap(size, in_dims, x, weight, bias, residual, rest):
         tail = t.shape[1:]
         return t.reshape(m // heads, size, heads, *tail).transpose(0, 1).reshape(size, m, *tail)
 
-    out, residual_out, (mean, rstd) = NormFunction.apply(fold(x), weight, bias, fold(residual), *rest)
+    out, residual_out, (mean, rstd) = NormFunction.apply(fold(x), weight, bias, fold(residual), fold(gate), *rest)
     outputs = unfold(out), unfold(residual_out), (unfold(mean), unfold(rstd))
     return outputs, (0, None if residual_out is None else 0, (None if mean is None else 0,
                                                               None if rstd is None else 0))
@@ -210,9 +227,11 @@ class _TracedNormFunction(NormFunction):
     which the tracer records as one node and runs with plain sizes (traced sizes are tensors)."""
 
     @staticmethod
-    def forward(x, weight, bias, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype):
+    def forward(x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype,
+                x_hat_dtype):
         out, residual_out, _, _ = torch.ops.normkit.norm_fwd(
-            x, weight, bias, residual, eps, weight_offset, is_rms_norm, False, out_dtype, residual_dtype, x_hat_dtype)
+            x, weight, bias, residual, eps, weight_offset, is_rms_norm, False, out_dtype, residual_dtype, x_hat_dtype,
+            gate)
         return (out,) if residual_out.dim() != 2 else (out, residual_out)  # (an empty one: not produced)
 
     @staticmethod
@@ -223,7 +242,7 @@ class _TracedNormFunction(NormFunction):
 
 
 # Function.apply without its Python wrapper (host time): the wrapper only unwraps dead functorch
-# wrappers (done here for the four tensor arguments) and handles functorch transforms, for which
+# wrappers (done here for the five tensor arguments) and handles functorch transforms, for which
 # `_norm_apply` still calls NormFunction.apply itself (as it calls the variants above under
 # torch.compile and torch.jit.trace).
 _apply_c = super(torch.autograd.Function, NormFunction).apply
@@ -241,38 +260,40 @@ def _batched(dout: Optional[Tensor], dresidual_out: Optional[Tensor]) -> bool:
             or (dresidual_out is not None and _is_legacy_batched(dresidual_out)))
 
 
-def _needs_autograd(x, weight, bias, residual) -> bool:
+def _needs_autograd(x, weight, bias, residual, gate) -> bool:
     """Whether the call must go through the autograd Function: grad mode with an input that requires
     grad, or forward-mode AD active (dual tensors need not require grad)."""
     if _forward_ad._current_level >= 0:
         return True
     return torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)
                                         or (bias is not None and bias.requires_grad)
-                                        or (residual is not None and residual.requires_grad))
+                                        or (residual is not None and residual.requires_grad)
+                                        or (gate is not None and gate.requires_grad))
 
 
-def _norm_apply(x, weight, bias, residual, *rest):
+def _norm_apply(x, weight, bias, residual, gate, *rest):
     if torch.compiler.is_compiling():  # (dynamo folds it first)
-        return _CompiledNormFunction.apply(x, weight, bias, residual, *rest)
+        return _CompiledNormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _transforms_active():
-        return NormFunction.apply(x, weight, bias, residual, *rest)
+        return NormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _tracing_state() is not None:
-        return _TracedNormFunction.apply(x, weight, bias, residual, *rest)
-    if not _needs_autograd(x, weight, bias, residual):  # inference: the op alone (an apply costs ~10 µs)
+        return _TracedNormFunction.apply(x, weight, bias, residual, gate, *rest)
+    if not _needs_autograd(x, weight, bias, residual, gate):  # inference: the op alone (an apply costs ~10 µs)
         eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype = rest
         out, residual_out, _, _ = ops.norm_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                                is_rms_norm=is_rms_norm, out_dtype=out_dtype,
-                                               residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype)
+                                               residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype, gate=gate)
         return out, residual_out, (None, None)
     return _apply_c(_unwrap_if_dead(x), None if weight is None else _unwrap_if_dead(weight),
                     None if bias is None else _unwrap_if_dead(bias),
-                    None if residual is None else _unwrap_if_dead(residual), *rest)
+                    None if residual is None else _unwrap_if_dead(residual),
+                    None if gate is None else _unwrap_if_dead(gate), *rest)
 
 
 def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype,
-           casting_mode="fp32"):
+           casting_mode="fp32", gate=None):
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
-                               out_dtype=out_dtype, residual_dtype=residual_dtype)
+                               out_dtype=out_dtype, residual_dtype=residual_dtype, gate=gate)
     validation.check_casting_mode(casting_mode)
     prenorm = validation.check_bool("prenorm", prenorm)
     if prenorm and residual is None:
@@ -281,7 +302,8 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
     n = x.shape[-1]
     outputs = _norm_apply(
         x if flat else x.reshape(-1, n), weight, bias,
-        None if residual is None else residual if flat else residual.reshape(-1, n), eps,
+        None if residual is None else residual if flat else residual.reshape(-1, n),
+        None if gate is None else gate if flat else gate.reshape(-1, n), eps,
         float(weight_offset), is_rms_norm, out_dtype, residual_dtype, x.dtype if casting_mode == "llama" else None)
     if flat:
         return outputs[:2] if prenorm else outputs[0]
@@ -293,9 +315,9 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
 def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
              residual: Optional[Tensor] = None, *, eps: float = 1e-6, prenorm: bool = False,
              weight_offset: float = 0.0, out_dtype: Optional[torch.dtype] = None,
-             residual_dtype: Optional[torch.dtype] = None, casting_mode: str = "fp32"
-             ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
-    """RMSNorm over the last dimension, differentiable in x, weight, bias and residual.
+             residual_dtype: Optional[torch.dtype] = None, casting_mode: str = "fp32",
+             gate: Optional[Tensor] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """RMSNorm over the last dimension, differentiable in x, weight, bias, residual and gate.
 
     h = x + residual (added in fp32), y = h / sqrt(mean(h², -1) + eps) · (weight + weight_offset)
     + bias, in out_dtype (default x's). weight/bias are (N,) or per-head (H, N) for x of shape
@@ -305,9 +327,14 @@ def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
     casting_mode "fp32" (default) computes y in fp32 and rounds once; "llama" rounds x̂ to x's
     dtype before scaling by the weight, as Hugging Face's Llama-family RMSNorm does (Liger's
     "llama" mode; its "gemma" mode is "fp32" with weight_offset=1).
+
+    gate (x's shape; no bias with it): the gated RMSNorm of Qwen3-Next and Qwen3.5,
+    y = u·silu(gate.float()) with u = x̂·(weight + weight_offset), in out_dtype (default x's). With
+    casting_mode "llama" u is computed as Hugging Face's `Qwen3NextRMSNormGated` does,
+    `weight * x̂.to(x.dtype)`, rounded to promote(weight, x)'s dtype before the gate.
     """
     return _apply(x, weight, bias, residual, eps, weight_offset, True, prenorm, out_dtype, residual_dtype,
-                  casting_mode)
+                  casting_mode, gate)
 
 
 def layer_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
@@ -318,5 +345,4 @@ def layer_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor
 
     Same conventions as `rms_norm` (dtypes, per-head parameters, prenorm, casting_mode).
     """
-    return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype,
-                  casting_mode)
+    return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype, casting_mode)

@@ -2,7 +2,8 @@
 
 They accept x of shape (..., N) with weight/bias of shape (N,) or per-head (H, N) for x of shape
 (..., H, N), validate, flatten to (M, N) and call the ops. None marks what was not produced.
-All take `casting_mode` ("fp32" or "llama", as `normkit.rms_norm`). `backend(device)`,
+All take `casting_mode` ("fp32" or "llama", as `normkit.rms_norm`); the RMSNorm pair takes a `gate`
+(Qwen3-Next's gated norm), whose backward returns dgate after the quack-aligned four. `backend(device)`,
 `runtime_info()` and `multiprocessors(device)` say which implementation those calls run here.
 """
 
@@ -22,64 +23,71 @@ def _x_hat_dtype(x, casting_mode):
 
 
 def _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_stats, weight_offset,
-              is_rms_norm, casting_mode):
+              is_rms_norm, casting_mode, gate=None):
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
-                               out_dtype=out_dtype, residual_dtype=residual_dtype)
+                               out_dtype=out_dtype, residual_dtype=residual_dtype, gate=gate)
     store_stats = validation.check_bool("store_rstd", store_stats)
     options = dict(eps=eps, weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, store_stats=store_stats,
                    out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=_x_hat_dtype(x, casting_mode))
     if x.dim() == 2:  # already (M, N): no reshape in, no view out (host time)
-        out, residual_out, mean, rstd = ops.norm_fwd(x, weight, bias, residual, **options)
+        out, residual_out, mean, rstd = ops.norm_fwd(x, weight, bias, residual, gate=gate, **options)
         return out, x if residual_out is None else residual_out, mean, rstd
     n = x.shape[-1]
     out, residual_out, mean, rstd = ops.norm_fwd(
-        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n), **options)
+        x.reshape(-1, n), weight, bias, None if residual is None else residual.reshape(-1, n),
+        gate=None if gate is None else gate.reshape(-1, n), **options)
     residual_out = x if residual_out is None else residual_out.view(x.shape)
     return out.view(x.shape), residual_out, mean, rstd
 
 
 def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, weight_offset, eps,
-              is_rms_norm, casting_mode):
+              is_rms_norm, casting_mode, gate=None):
     eps = validation.check_bwd(x, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out,
-                               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm)
+                               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, gate=gate)
     has_bias = validation.check_bool("has_bias", has_bias)
     has_residual = validation.check_bool("has_residual", has_residual)
     n = x.shape[-1]
     two_d = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     flat = lambda t: t if t is None or two_d else t.reshape(-1, n)  # noqa: E731
     bias_dtype = (weight.dtype if weight is not None else x.dtype) if has_bias else None
-    dx, dweight, dbias = ops.norm_bwd(
+    if has_bias and gate is not None:
+        raise ValueError("has_bias=True asks for dbias, but a gated norm takes no bias (gate is given)")
+    dx, dweight, dbias, *dgate = ops.norm_bwd(
         flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
         bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps,
-        weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, x_hat_dtype=_x_hat_dtype(x, casting_mode))
+        weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, x_hat_dtype=_x_hat_dtype(x, casting_mode),
+        gate=flat(gate))
     if not two_d:
         dx = dx.view(x.shape)
+        dgate = [t.view(x.shape) for t in dgate]
     # h = x + residual: both get the same gradient, returned as the same tensor, not written twice.
-    return dx, dweight, dbias, (dx if has_residual else None)
+    return (dx, dweight, dbias, (dx if has_residual else None), *dgate)
 
 
 def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
                  residual: Optional[Tensor] = None, out_dtype: Optional[torch.dtype] = None,
                  residual_dtype: Optional[torch.dtype] = None, eps: float = 1e-6,
-                 store_rstd: bool = False, weight_offset: float = 0.0, casting_mode: str = "fp32"
-                 ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+                 store_rstd: bool = False, weight_offset: float = 0.0, casting_mode: str = "fp32",
+                 gate: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
     """RMSNorm forward: returns (out, residual_out, rstd).
 
     h = x + residual (in fp32); out = h·rstd·(weight + weight_offset) + bias in out_dtype (default
     x's), rstd = 1/sqrt(mean(h²) + eps). residual_out is h in residual_dtype (default residual's,
     else x's) — x itself when there is no residual and no dtype change. rstd is float32 (M,)
-    (float64 for float64 x) when `store_rstd`, else None.
+    (float64 for float64 x) when `store_rstd`, else None. With a gate (x's shape, no bias),
+    out = u·silu(gate) for u = h·rstd·(weight + weight_offset) (`normkit.rms_norm`'s gate).
     """
     out, residual_out, _, rstd = _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps,
-                                           store_rstd, weight_offset, True, casting_mode)
+                                           store_rstd, weight_offset, True, casting_mode, gate)
     return out, residual_out, rstd
 
 
 def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor] = None,
                  dresidual_out: Optional[Tensor] = None, has_bias: bool = False, has_residual: bool = False,
-                 weight_offset: float = 0.0, eps: float = 1e-6, casting_mode: str = "fp32"
-                 ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
-    """RMSNorm backward: returns (dx, dweight, dbias, dresidual).
+                 weight_offset: float = 0.0, eps: float = 1e-6, casting_mode: str = "fp32",
+                 gate: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
+    """RMSNorm backward: returns (dx, dweight, dbias, dresidual), and dgate (gate's dtype) as a fifth
+    when the forward had a `gate` (pass the same one).
 
     x is the normalised input (residual_out when there was a residual). rstd=None recomputes it
     inside the kernel (nothing saved from the forward). dresidual_out, the gradient arriving on
@@ -89,7 +97,7 @@ def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Option
     dy·round(x̂)).
     """
     return _norm_bwd(x, weight, dout, None, rstd, dresidual_out, has_bias, has_residual, weight_offset,
-                     eps, True, casting_mode)
+                     eps, True, casting_mode, gate)
 
 
 def layer_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,

@@ -7,6 +7,7 @@ TRITON_INTERPRET=1) or call `normkit.reference` on CPU. They do no math of their
 The public, quack-aligned entry points live in `normkit.lowlevel`.
 """
 
+import dataclasses
 import functools
 import threading
 import warnings
@@ -42,6 +43,37 @@ def _compute_dtype(x: Tensor):
 def _x_hat_dtype(x: Tensor, x_hat_dtype: Optional[torch.dtype]):
     """Where x̂ is rounded before the weight: nowhere (the compute dtype) unless asked."""
     return _compute_dtype(x) if x_hat_dtype is None else _tl_dtype(x_hat_dtype)
+
+
+def _gate_flags(x: Tensor, weight: Optional[Tensor], gate: Optional[Tensor], x_hat_dtype) -> dict:
+    """The kernels' gate constexprs: none without a gate (the ungated kernels compile as before),
+    else HAS_GATE and where u = x̂·w is rounded before it (`reference.u_dtype`)."""
+    if gate is None:
+        return {}
+    u_dtype = reference.u_dtype(weight, x_hat_dtype)
+    return dict(HAS_GATE=True, U_DTYPE=_compute_dtype(x) if u_dtype is None else _tl_dtype(u_dtype))
+
+
+def _check_gate_config(gate: Optional[Tensor], config: cfg.TileConfig) -> None:
+    """Split rows take no gate (the kernels' split parts were left as they are); the heuristics never
+    pick them for one (`_sms_for_tiles`), so only a forced config can get here."""
+    if gate is not None and config.split:
+        raise ValueError(f"a gate runs on whole rows or column tiles, not split rows (split=True), got {config}")
+
+
+def _gated_backward_tile(config: cfg.TileConfig) -> cfg.TileConfig:
+    """The backward's whole-row tile for a gated norm: half the rows of the ungated one. It holds three
+    rows of inputs (h, dy, gate) where the ungated holds two; ptxas (sm_90, the tiles as launched)
+    counts bf16 16 × 128 on 1 warp 255 registers and a spill → 8 × 128 168 (ungated 133), 2 × 2048 255 →
+    1 × 2048 157 (168), fp32 32 × 128 6048 B spilled → 16 × 128 none. Counted, not yet timed on an H200."""
+    return dataclasses.replace(config, block_m=config.block_m // 2) if config.one_tile and config.block_m > 1 \
+        else config
+
+
+def _sms_for_tiles(gate: Optional[Tensor], sms: int) -> int:
+    """The SM count the tile heuristics see: 0 with a gate, so they never split a row (a split needs
+    its parts ≤ the SMs) and take whole rows or column tiles instead (docs/design.md#heuristics)."""
+    return 0 if gate is not None else sms
 
 
 def _contiguous(t: Optional[Tensor]) -> Optional[Tensor]:
@@ -171,10 +203,13 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
                mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
                weight_offset: float = 0.0, is_rms_norm: bool = True,
-               x_hat_dtype: Optional[torch.dtype] = None, config: Optional[cfg.TileConfig] = None) -> None:
+               x_hat_dtype: Optional[torch.dtype] = None, gate: Optional[Tensor] = None,
+               config: Optional[cfg.TileConfig] = None) -> None:
     """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,).
 
     x_hat_dtype: round x̂ to this dtype before the weight (Llama-style casting), None: no rounding.
+    gate: (M, N), y = u·silu(gate) with u = x̂·(w + weight_offset) (no bias; `reference.u_dtype`
+    says where u is rounded).
     """
     m, n = x.shape
     if m == 0:
@@ -184,7 +219,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         y, h, mu, r = reference.norm_fwd(
             _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
             is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
-            residual_dtype=None if residual_out is None else residual_out.dtype, x_hat_dtype=x_hat_dtype)
+            residual_dtype=None if residual_out is None else residual_out.dtype, x_hat_dtype=x_hat_dtype,
+            gate=_per_head(gate, heads))
         for dst, src in ((out, y), (residual_out, h), (mean, mu), (rstd, r)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
@@ -201,17 +237,17 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         if residual_out is not None and residual_out.dtype == torch.bfloat16:
             staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
             residual_out = staged[-1][1]
-    key = fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, is_rms_norm, x_hat_dtype, weight_offset,
-                  config)
+    key = fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, gate, is_rms_norm, x_hat_dtype,
+                  weight_offset, config)
     planned = PLANS.get(key)
     if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
         xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
         if planned.device is None:
-            planned.go(x, residual, weight, bias, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+            planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
                        weight_offset)
         else:
             with torch.cuda.device(planned.device):
-                planned.go(x, residual, weight, bias, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
                            weight_offset)
         for destination, stand_in in staged:
             destination.copy_(stand_in)
@@ -220,7 +256,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms,
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
+                                                       multiprocessors=_sms_for_tiles(gate, sms),
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
                                                        element_size=x.element_size(),
                                                        out_element_size=out.element_size(),
@@ -229,6 +266,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                                                             if t is not None), default=0)), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
+    _check_gate_config(gate, config)
     if config.centered_pass and is_rms_norm:
         raise ValueError(f"config.centered_pass computes LayerNorm's centred variance; RMSNorm has none, got {config}")
     if config.prefetch or config.joined_sums or (config.async_stages and not config.split):
@@ -242,7 +280,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                  # LayerNorm has no offset: its forward drops the add (1 × 4096: 321 → 303 instructions
                  # a thread, −0.7 µs on an H200); RMSNorm keeps it — without, ptxas gives its 1 × 8192
                  # tile 40 registers against 32 (3 programs an SM against 4: +1.7 µs).
-                 HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0)
+                 HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0, **_gate_flags(x, weight, gate, x_hat_dtype))
     # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048 (H200
     # A/B, bf16, µs: LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192 133.8 → 133.0; RMSNorm
     # ×2048 35.2 → 34.1, ×4096 68.1 → 67.8). The fused add (×4096 134.6 → 135.7) and short rows
@@ -257,9 +295,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
         # 32-35 → 40 at 4096, fewer programs an SM).
         even = not is_rms_norm and config.one_tile and n == config.block_n and m % config.block_m == 0
-        args = (x, residual, weight, bias, out, residual_out, mean, rstd)
-        tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1),
-                out.stride(0), _stride(residual_out, 0), eps, weight_offset)
+        args = (x, residual, weight, bias, gate, out, residual_out, mean, rstd)
+        tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1), _stride(gate, 0),
+                _stride(gate, 1), out.stride(0), _stride(residual_out, 0), eps, weight_offset)
         options = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
                        EVEN_ROWS=even and not config.split,
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
@@ -287,10 +325,10 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
-                      lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out)))
-        if key is not None and ran and plain(x, out, weight, bias, residual, residual_out, mean, rstd):
+                      lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out, gate)))
+        if key is not None and ran and plain(x, out, weight, bias, residual, residual_out, mean, rstd, gate):
             launched, args, kwargs, xchg = ran[0]
-            PLANS.put(key, FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[9:-2], xchg,
+            PLANS.put(key, FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[10:-2], xchg,
                                    guard_device(x)))
     for destination, stand_in in staged:
         destination.copy_(stand_in)
@@ -309,17 +347,20 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                dresidual_out: Optional[Tensor] = None, mean: Optional[Tensor] = None,
                rstd: Optional[Tensor] = None, eps: float, weight_offset: float = 0.0,
                is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None,
+               gate: Optional[Tensor] = None, dgate: Optional[Tensor] = None,
                config: Optional[cfg.TileConfig] = None) -> None:
-    """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape).
+    """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape), and dgate
+    (row-major (M, N)) for a gated forward.
 
     x is the normalised input (residual_out when there was a residual). rstd None (and mean None
-    for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is; dx
-    must not overlap x or dy (rows wider than one tile are read twice).
+    for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is, dgate
+    exactly when gate is; dx must not overlap x or dy (rows wider than one tile are read twice).
     """
-    if (weight is None) != (dweight is None):  # the kernel's HAS_WEIGHT is one flag for both
-        raise ValueError(f"launch_bwd: dweight must be given exactly when weight is, got weight "
-                         f"{'None' if weight is None else tuple(weight.shape)} and dweight "
-                         f"{'None' if dweight is None else tuple(dweight.shape)}")
+    for name, param, grad in (("weight", weight, dweight), ("gate", gate, dgate)):
+        if (param is None) != (grad is None):  # one kernel flag for both (HAS_WEIGHT, HAS_GATE)
+            raise ValueError(f"launch_bwd: d{name} must be given exactly when {name} is, got {name} "
+                             f"{'None' if param is None else tuple(param.shape)} and d{name} "
+                             f"{'None' if grad is None else tuple(grad.shape)}")
     m, n = x.shape
     if m == 0:
         for grad in (dweight, dbias):
@@ -328,40 +369,45 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         return
     if not uses_triton(x.device):
         heads = _heads(weight, dbias)
-        d_x, d_w, d_b = reference.norm_bwd(
+        d_x, d_w, d_b, *d_gate = reference.norm_bwd(
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
             weight_offset=weight_offset, bias_dtype=None if dbias is None else dbias.dtype,
-            param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype)
-        for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b)):
+            param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype, gate=_per_head(gate, heads))
+        for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b), (dgate, d_gate[0] if d_gate else None)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
         return
     eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
-    key = bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, is_rms_norm, x_hat_dtype, pdl, config)
+    key = bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate, is_rms_norm, x_hat_dtype,
+                  pdl, config)
     planned = PLANS.get(key)
     if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
         if planned.device is None:
-            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps, weight_offset)
+            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
+                             weight_offset)
         else:
             with torch.cuda.device(planned.device):
-                _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
-                                 weight_offset)
+                _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
+                                 eps, weight_offset)
         return
     heads = _heads(weight, dbias)
     if config is not None:
         cfg.check_covers(config, n)
     sms = multiprocessor_count(x.device)
-    picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms,
+    picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=_sms_for_tiles(gate, sms),
                                        residual=dresidual_out is not None, layer_norm=not is_rms_norm,
                                        element_size=x.element_size(), recompute=rstd is None,
                                        # (the check, ~3 µs of host time on a CPU runner, only where
                                        # the tile may stage its loads)
                                        vector_aligned=not cfg.may_stage(n, x.element_size())
-                                       or _vector_aligned(n, x, dy, dx, dresidual_out))
+                                       or _vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate))
+    if gate is not None and config is None:
+        picked = _gated_backward_tile(picked)
     config = cfg.fit_block_m(picked, m // heads)
+    _check_gate_config(gate, config)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too
     if forward_only:  # else a forced config would run (and be timed) as the tile without them
@@ -370,7 +416,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     acc = reference.compute_dtype(x.dtype)
     flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
                  HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
-                 COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype))
+                 COMPUTE_DTYPE=_compute_dtype(x), X_HAT_DTYPE=_x_hat_dtype(x, x_hat_dtype),
+                 **_gate_flags(x, weight, gate, x_hat_dtype))
     ran = []  # what the configuration that ran launched: the plan
 
     def run(config: cfg.TileConfig) -> None:
@@ -390,9 +437,10 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                          resident=_resident(kernel, x.device))
             return programs * parts, heads
 
-        args = (x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial, db_partial, xchg, m, n, heads,
-                x.stride(0), x.stride(1), dy.stride(0), dy.stride(1),
-                _stride(dresidual_out, 0), _stride(dresidual_out, 1), dx.stride(0), eps, weight_offset)
+        args = (x, weight, dy, dresidual_out, mean, rstd, gate, dx, dw_partial, db_partial, dgate, xchg, m, n, heads,
+                x.stride(0), x.stride(1), dy.stride(0), dy.stride(1), _stride(dresidual_out, 0),
+                _stride(dresidual_out, 1), _stride(gate, 0), _stride(gate, 1), dx.stride(0), _stride(dgate, 0), eps,
+                weight_offset)
         options = dict(
             BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
             SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
@@ -420,14 +468,14 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),
                       lambda: ("bwd", flags, x.dtype, dy.dtype, dx.dtype,
-                               _dtypes(weight, dweight, dbias, dresidual_out, rstd)))
-        if key is not None and ran and plain(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd):
+                               _dtypes(weight, dweight, dbias, dresidual_out, rstd, gate, dgate)))
+        if key is not None and ran and plain(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate):
             launched, args, options, partials, xchg, finished = ran[0]
             finish, finish_ints = None, ()
             if finished is not None:
                 finish = bind(kernels().sum_partials_kernel, finished[0], finished[1], finished[2])
                 finish_ints = finished[1][3:]
-            PLANS.put(key, BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[10:-2],
+            PLANS.put(key, BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[12:-2],
                                    None if partials is None else (tuple(partials), acc), xchg, finish,
                                    finish_ints, guard_device(x)))
 
@@ -442,8 +490,8 @@ def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
     return partials, None if dbias is None else partials[-1]
 
 
-def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, dx, dweight, dbias, eps,
-                     weight_offset) -> None:
+def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
+                     eps, weight_offset) -> None:
     """launch_bwd's launches for a signature that ran before: its buffers (every one before the first
     launch, as the full path), the backward, then the finisher."""
     partials = None
@@ -451,8 +499,8 @@ def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd,
         shape, acc = planned.partials
         partials = torch.empty(shape, dtype=acc, device=x.device)
     xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
-    planned.go(x, weight, dy, dresidual_out, mean, rstd, dx, *_partial_rows(partials, dweight, dbias), xchg,
-               *planned.ints, eps, weight_offset)
+    planned.go(x, weight, dy, dresidual_out, mean, rstd, gate, dx, *_partial_rows(partials, dweight, dbias), dgate,
+               xchg, *planned.ints, eps, weight_offset)
     if planned.finish is not None:
         planned.finish(partials, dweight if dweight is not None else dbias, dbias if dbias is not None else dweight,
                        *planned.finish_ints)
@@ -498,20 +546,23 @@ def _fwd_placeholders(x, outputs):
 
 
 def _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
-             x_hat_dtype):
+             x_hat_dtype, gate=None):
     outputs = _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
     out, residual_out, mean, rstd = outputs
     launch_fwd(x, out, weight=weight, bias=bias, residual=residual, residual_out=residual_out, mean=mean,
-               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
+               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype,
+               gate=gate)
     return outputs
 
 
+# The gate comes last, with a default, in both schemas: calls written before it existed keep their positions.
 def _norm_fwd_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor],
                    eps: float, weight_offset: float, is_rms_norm: bool, store_stats: bool,
                    out_dtype: Optional[torch.dtype], residual_dtype: Optional[torch.dtype],
-                   x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+                   x_hat_dtype: Optional[torch.dtype], gate: Optional[Tensor] = None
+                   ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     return _fwd_placeholders(x, _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats,
-                                         out_dtype, residual_dtype, x_hat_dtype))
+                                         out_dtype, residual_dtype, x_hat_dtype, gate))
 
 
 _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, mutates_args=())
@@ -519,39 +570,41 @@ _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, muta
 
 @_norm_fwd_op.register_fake
 def _(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
-      x_hat_dtype):
+      x_hat_dtype, gate=None):
     return _fwd_placeholders(x, _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype))
 
 
-def _bwd_outputs(x, weight, bias_shape, bias_dtype):
-    """Allocate (dx, dweight, dbias), None for what is not produced: dweight like weight, dbias of
-    bias_shape in bias_dtype."""
+def _bwd_outputs(x, weight, bias_shape, bias_dtype, gate=None):
+    """Allocate (dx, dweight, dbias, dgate), None for what is not produced: dweight like weight, dbias
+    of bias_shape in bias_dtype, dgate row-major in gate's dtype."""
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # (as _fwd_outputs: host time)
     dweight = torch.empty_like(weight, memory_format=torch.contiguous_format) if weight is not None else None
     dbias = torch.empty(*bias_shape, dtype=bias_dtype, device=x.device) if bias_dtype is not None else None
-    return dx, dweight, dbias
+    dgate = torch.empty_like(gate, memory_format=torch.contiguous_format) if gate is not None else None
+    return dx, dweight, dbias, dgate
 
 
 def _bwd_placeholders(x, outputs):
-    dx, dweight, dbias = outputs
-    return dx, _empty(x, x.dtype) if dweight is None else dweight, _empty(x, x.dtype) if dbias is None else dbias
+    return tuple(_empty(x, x.dtype) if t is None else t for t in outputs)
 
 
 def _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
-             x_hat_dtype):
-    outputs = _bwd_outputs(x, weight, bias_shape, bias_dtype)
-    dx, dweight, dbias = outputs
+             x_hat_dtype, gate=None):
+    outputs = _bwd_outputs(x, weight, bias_shape, bias_dtype, gate)
+    dx, dweight, dbias, dgate = outputs
     launch_bwd(x, dout, dx, weight=weight, dweight=dweight, dbias=dbias, dresidual_out=dresidual_out, mean=mean,
-               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype)
+               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype,
+               gate=gate, dgate=dgate)
     return outputs
 
 
 def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
                    rstd: Optional[Tensor], dresidual_out: Optional[Tensor], bias_shape: Optional[List[int]],
                    bias_dtype: Optional[torch.dtype], eps: float, weight_offset: float, is_rms_norm: bool,
-                   x_hat_dtype: Optional[torch.dtype]) -> Tuple[Tensor, Tensor, Tensor]:
+                   x_hat_dtype: Optional[torch.dtype], gate: Optional[Tensor] = None
+                   ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     return _bwd_placeholders(x, _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps,
-                                         weight_offset, is_rms_norm, x_hat_dtype))
+                                         weight_offset, is_rms_norm, x_hat_dtype, gate))
 
 
 _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, mutates_args=())
@@ -559,20 +612,20 @@ _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, muta
 
 @_norm_bwd_op.register_fake
 def _(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
-      x_hat_dtype):
-    return _bwd_placeholders(x, _bwd_outputs(x, weight, bias_shape, bias_dtype))
+      x_hat_dtype, gate=None):
+    return _bwd_placeholders(x, _bwd_outputs(x, weight, bias_shape, bias_dtype, gate))
 
 
 def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residual: Optional[Tensor], *,
              eps: float, weight_offset: float = 0.0, is_rms_norm: bool = True, store_stats: bool = False,
              out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None,
-             x_hat_dtype: Optional[torch.dtype] = None
+             x_hat_dtype: Optional[torch.dtype] = None, gate: Optional[Tensor] = None
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """The forward op on validated 2-D input: (out, residual_out, mean, rstd), None where not produced
-    (residual_out None means "x itself"). Eager calls skip the dispatcher (host overhead); under
-    torch.compile the registered op is what gets traced."""
+    (residual_out None means "x itself"); out = u·silu(gate) with a gate. Eager calls skip the
+    dispatcher (host overhead); under torch.compile the registered op is what gets traced."""
     args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
-            x_hat_dtype)
+            x_hat_dtype, gate)
     if not torch.compiler.is_compiling():
         return _run_fwd(*args)
     out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
@@ -583,13 +636,16 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
 def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optional[Tensor] = None,
              rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
              bias_shape: Optional[List[int]] = None, bias_dtype: Optional[torch.dtype] = None, eps: float,
-             weight_offset: float = 0.0, is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None
-             ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
-    """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced.
-    dbias (of bias_shape, (N,) or per-head (H, N), in bias_dtype) is computed when bias_dtype is given."""
+             weight_offset: float = 0.0, is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None,
+             gate: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
+    """The backward op on validated 2-D input: (dx, dweight, dbias), None where not produced, and
+    dgate as a fourth when the forward had a gate. dbias (of bias_shape, (N,) or per-head (H, N), in
+    bias_dtype) is computed when bias_dtype is given."""
     args = (x, weight, dout, mean, rstd, dresidual_out, None if bias_dtype is None else list(bias_shape),
-            bias_dtype, eps, weight_offset, is_rms_norm, x_hat_dtype)
+            bias_dtype, eps, weight_offset, is_rms_norm, x_hat_dtype, gate)
     if not torch.compiler.is_compiling():
-        return _run_bwd(*args)
-    dx, dweight, dbias = torch.ops.normkit.norm_bwd(*args)
-    return dx, (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)
+        dx, dweight, dbias, dgate = _run_bwd(*args)
+    else:
+        dx, dweight, dbias, dgate = torch.ops.normkit.norm_bwd(*args)
+        dweight, dbias = (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)
+    return (dx, dweight, dbias) if gate is None else (dx, dweight, dbias, dgate)

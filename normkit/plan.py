@@ -37,7 +37,7 @@ MAX_PLANS = 1024
 
 
 class FwdPlan:
-    """The forward's launch: go(x, residual, weight, bias, out, residual_out, mean, rstd, xchg,
+    """The forward's launch: go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg,
     *ints, eps, weight_offset); xchg: the exchange slots' length (split rows), else 0."""
     __slots__ = ("go", "ints", "xchg", "device")
 
@@ -46,8 +46,8 @@ class FwdPlan:
 
 
 class BwdPlan:
-    """The backward's launches: go(x, weight, dy, dresidual_out, mean, rstd, dx, dw_partial,
-    db_partial, xchg, *ints, eps, weight_offset), then finish(partials, dweight or dbias, dbias or
+    """The backward's launches: go(x, weight, dy, dresidual_out, mean, rstd, gate, dx, dw_partial,
+    db_partial, dgate, xchg, *ints, eps, weight_offset), then finish(partials, dweight or dbias, dbias or
     dweight, *finish_ints) when there are parameter gradients; partials: the partial sums' (shape,
     dtype), None without parameter gradients."""
     __slots__ = ("go", "ints", "partials", "xchg", "finish", "finish_ints", "device")
@@ -96,7 +96,7 @@ class PlanCache:
 # What enters a launch of each tensor: its strides where the kernel takes them (row-major outputs
 # and dense parameters / statistics take none; a parameter's shape gives the heads), its dtype,
 # 16-byte alignment and type. (Inline, not a helper per tensor: this is most of a hit's host time.)
-def fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, is_rms_norm, x_hat_dtype, weight_offset,
+def fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, gate, is_rms_norm, x_hat_dtype, weight_offset,
             config) -> Optional[tuple]:
     """The forward's signature (module docstring); None: no plan (plans off, a forced config)."""
     if config is not None or not launch._enabled:
@@ -114,11 +114,12 @@ def fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, is_rms_nor
                                            residual_out.data_ptr() & 15 == 0, type(residual_out)),
         None if mean is None else (mean.dtype, mean.data_ptr() & 15 == 0, type(mean)),
         None if rstd is None else (rstd.dtype, rstd.data_ptr() & 15 == 0, type(rstd)),
+        None if gate is None else (gate.stride(), gate.dtype, gate.data_ptr() & 15 == 0, type(gate)),
         is_rms_norm, x_hat_dtype, weight_offset == 0.0)
 
 
-def bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, is_rms_norm, x_hat_dtype, pdl,
-            config) -> Optional[tuple]:
+def bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate, is_rms_norm, x_hat_dtype,
+            pdl, config) -> Optional[tuple]:
     """The backward's signature (module docstring); None: no plan (plans off, a forced config)."""
     if config is not None or not launch._enabled:
         return None
@@ -135,6 +136,8 @@ def bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, is_rms
                                             dresidual_out.data_ptr() & 15 == 0, type(dresidual_out)),
         None if mean is None else (mean.dtype, mean.data_ptr() & 15 == 0, type(mean)),
         None if rstd is None else (rstd.dtype, rstd.data_ptr() & 15 == 0, type(rstd)),
+        None if gate is None else (gate.stride(), gate.dtype, gate.data_ptr() & 15 == 0, type(gate)),
+        None if dgate is None else (dgate.stride(), dgate.dtype, dgate.data_ptr() & 15 == 0, type(dgate)),
         is_rms_norm, x_hat_dtype, pdl)
 
 

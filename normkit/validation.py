@@ -124,8 +124,21 @@ def stats_dtype(x_dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if x_dtype == torch.float64 else torch.float32
 
 
+def check_gate(gate, x: torch.Tensor, bias=None) -> None:
+    """gate (optional): a floating tensor of x's shape on x's device, with no bias beside it (the gated
+    norms have none: y = (x̂·w)·silu(gate))."""
+    check_float_tensor("gate", gate, optional=True)
+    if gate is None:
+        return
+    check_shape("gate", gate, x.shape)
+    check_same_device("gate", gate, x)
+    if bias is not None:
+        raise ValueError("gate multiplies x̂·weight by silu(gate) and takes no bias (the gated norms have none), "
+                         f"got a bias of shape {tuple(bias.shape)}")
+
+
 def check_fwd(x, weight=None, bias=None, residual=None, *, eps, weight_offset=0.0,
-              out_dtype=None, residual_dtype=None) -> float:
+              out_dtype=None, residual_dtype=None, gate=None) -> float:
     """Checks the forward's arguments; returns eps as a float."""
     check_x(x)
     check_param("weight", weight, x)
@@ -135,7 +148,8 @@ def check_fwd(x, weight=None, bias=None, residual=None, *, eps, weight_offset=0.
     check_float_tensor("residual", residual, optional=True)
     check_shape("residual", residual, x.shape)
     check_same_device("residual", residual, x)
-    check_float64_consistency(x, weight=weight, bias=bias, residual=residual)
+    check_gate(gate, x, bias)
+    check_float64_consistency(x, weight=weight, bias=bias, residual=residual, gate=gate)
     if check_finite_float("weight_offset", weight_offset) != 0.0 and weight is None:
         raise ValueError(f"weight_offset shifts the weight (y = x̂·(weight + weight_offset)) and needs a "
                          f"weight, got weight=None with weight_offset={weight_offset}")
@@ -159,9 +173,9 @@ def check_stats(name: str, stats, x: torch.Tensor) -> None:
 
 
 def check_bwd(x, weight, dout, *, mean=None, rstd=None, dresidual_out=None, eps,
-              weight_offset=0.0, is_rms_norm=True) -> float:
+              weight_offset=0.0, is_rms_norm=True, gate=None) -> float:
     """Checks the backward's arguments; returns eps as a float."""
-    eps = check_fwd(x, weight, eps=eps, weight_offset=weight_offset)
+    eps = check_fwd(x, weight, eps=eps, weight_offset=weight_offset, gate=gate)
     for name, t in (("dout", dout), ("dresidual_out", dresidual_out)):
         check_float_tensor(name, t, optional=name != "dout")
         check_shape(name, t, x.shape)

@@ -116,7 +116,7 @@ def test_grid():
 
 
 def test_parse_families():
-    assert cli.parse_families("all") == ["rms", "fused_add", "layer_norm", "fused_layer_norm"]
+    assert cli.parse_families("all") == ["rms", "fused_add", "layer_norm", "fused_layer_norm", "gated"]
     assert cli.parse_families(" Fused_Add, rms,fused_add") == ["fused_add", "rms"]
     assert cli.parse_families("layer_norm,all") == list(FAMILIES)
     for bad in ("group_norm", "", ",", "fused-add"):
@@ -131,13 +131,13 @@ def test_help_lists_the_options(capsys):
         cli.main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "--family" in out and "rms,fused_add,layer_norm,fused_layer_norm, or all" in out and "% copy" in out
+    assert "--family" in out and "rms,fused_add,layer_norm,fused_layer_norm,gated," in out and "% copy" in out
 
 
 def test_grids_per_family():
     grids = cli.build_grids(cli.parse_families("all"), None, None)
     fp32_wide = [(torch.float32, 4096, 16384), (torch.float32, 4096, 65536)]  # every family's
-    assert list(grids) == ["rms", "fused_add", "layer_norm", "fused_layer_norm"]
+    assert list(grids) == ["rms", "fused_add", "layer_norm", "fused_layer_norm", "gated"]
     assert grids["rms"] == [*cli.DEFAULT_GRID, *fp32_wide]
     bf16 = torch.bfloat16
     wide = [(bf16, 4096, 16384), (bf16, 8192, 32768), (bf16, 4096, 65536), (bf16, 2048, 131072)]
@@ -147,6 +147,7 @@ def test_grids_per_family():
     assert grids["layer_norm"] == [(bf16, 16384, 1024), (bf16, 16384, 4096), (bf16, 16384, 8192),
                                    (bf16, 4096, 2048), *wide, (torch.float32, 16384, 4096), *fp32_wide]
     assert grids["fused_layer_norm"] == [(bf16, 16384, 4096), (bf16, 16384, 8192), *wide, *fp32_wide]
+    assert all(m * n * dtype.itemsize >= 64 * 2**20 for dtype, m, n in grids["gated"])  # the issue's ≥ 64 MB
     fp32 = cli.build_grids(["fused_add", "layer_norm"], None, [torch.float32])
     assert fp32 == {"fused_add": fp32_wide, "layer_norm": [(torch.float32, 16384, 4096), *fp32_wide]}
     shapes = cli.build_grids(["layer_norm", "rms"], [(8, 16)], None)
@@ -321,19 +322,21 @@ def test_family_errors_name_every_output_and_gradient():
         double = {k: t.double() for k, t in named.items()}
         y, h, mean, rstd = reference.norm_fwd(
             double["x"], double["weight"], double.get("bias"), double.get("residual"), eps=eps,
-            is_rms_norm=family.is_rms_norm)
-        dh, dweight, dbias = reference.norm_bwd(
+            is_rms_norm=family.is_rms_norm, gate=double.get("gate"))
+        dh, dweight, dbias, *dgate = reference.norm_bwd(
             h, double["weight"], double["dy"], mean, rstd, double.get("dresidual_out"), eps=eps,
-            is_rms_norm=family.is_rms_norm, bias_dtype=torch.float64 if "bias" in named else None)
+            is_rms_norm=family.is_rms_norm, bias_dtype=torch.float64 if "bias" in named else None,
+            gate=double.get("gate"))
         outputs = {"y": y, "residual_out": h}
-        grads = {"dx": dh, "dresidual": dh, "dweight": dweight, "dbias": dbias}
+        grads = {"dx": dh, "dresidual": dh, "dweight": dweight, "dbias": dbias, "dgate": dgate[0] if dgate else None}
         input_grads = [grads["d" + k] for k in family.inputs]
         exact = families.errors(family, sample, [outputs[k] for k in family.outputs], input_grads,
                                 eps)
         expected = {"rms": {"y", "dx", "dweight"},
                     "fused_add": {"y", "residual_out", "dx", "dresidual", "dweight"},
                     "layer_norm": {"y", "dx", "dweight", "dbias"},
-                    "fused_layer_norm": {"y", "residual_out", "dx", "dresidual", "dweight", "dbias"}}[name]
+                    "fused_layer_norm": {"y", "residual_out", "dx", "dresidual", "dweight", "dbias"},
+                    "gated": {"y", "dx", "dweight", "dgate"}}[name]
         assert set(exact) == expected and all(v == 0.0 for v in exact.values()), name
         off = families.errors(family, sample, [outputs[k] for k in family.outputs],
                               [1.01 * g for g in input_grads], eps)

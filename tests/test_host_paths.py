@@ -105,7 +105,8 @@ def test_c_level_apply_matches_function_apply(shape, prenorm, device):
     grads_fast = torch.autograd.grad(y, (x, w, b, r), dy)
     # the same through the Python Function.apply and the reshape/view path
     n = shape[-1]
-    ref = functional.NormFunction.apply(x.reshape(-1, n), w, b, r.reshape(-1, n), 1e-6, 0.0, True, None, None, None)
+    ref = functional.NormFunction.apply(x.reshape(-1, n), w, b, r.reshape(-1, n), None, 1e-6, 0.0, True, None, None,
+                                        None)
     y_ref = ref[0].view(x.shape)
     grads_ref = torch.autograd.grad(y_ref, (x, w, b, r), dy)
     assert torch.equal(y, y_ref)

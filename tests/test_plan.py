@@ -223,7 +223,7 @@ def test_device_and_current_device_are_in_the_key(monkeypatch):
     def key(device, current):
         monkeypatch.setattr(plan, "_get_device", lambda: current)
         x = _Stub(device)
-        return plan.fwd_key(x, x, None, None, None, None, None, None, True, None, 0.0, None)
+        return plan.fwd_key(x, x, None, None, None, None, None, None, None, True, None, 0.0, None)
 
     assert key("cuda:0", 0) == key("cuda:0", 0)
     assert key("cuda:0", 0) != key("cuda:1", 0)  # another device

@@ -104,10 +104,10 @@ def compile_one(kernel, dtype, pointers, constexprs, num_warps):
     return ptxas_resources(ptx)
 
 
-FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
+FWD_POINTERS = {"X": "*T", "RESIDUAL": "*T", "W": "*T", "B": "*T", "GATE": "*T", "Y": "*T", "RESIDUAL_OUT": "*T",
                 "MEAN": "*fp32", "RSTD": "*fp32", "XCHG": "*i64"}
 BWD_POINTERS = {"X": "*T", "W": "*T", "DY": "*T", "DRESIDUAL_OUT": "*T", "MEAN": "*fp32", "RSTD": "*fp32",
-                "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "XCHG": "*i64"}
+                "GATE": "*T", "DX": "*T", "DW_PARTIAL": "*fp32", "DB_PARTIAL": "*fp32", "DGATE": "*T", "XCHG": "*i64"}
 
 
 def cases():
@@ -202,6 +202,7 @@ def cases():
                norm_fwd_kernel, "bf16", dict(FWD_POINTERS, RESIDUAL="*fp32", Y="*fp32", RESIDUAL_OUT="*fp32"),
                dict(block, HAS_WEIGHT=False, HAS_BIAS=False, HAS_RESIDUAL=True, STORE_RESIDUAL_OUT=True,
                     STORE_STATS=False, W=None, B=None, MEAN=None, RSTD=None), warps)
+    yield from _gated_cases()
     yield ("finisher fp32", sum_partials_kernel, "fp32", {"PARTIAL": "*fp32", "OUT": "*bf16", "OUT2": "*fp32"},
            dict(BLOCK_G=32, BLOCK_N=128), 4)
     # programmatic dependent launch (sm_90+): the backward signals, the finisher waits
@@ -211,6 +212,44 @@ def cases():
            dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=True, IS_RMS_NORM=True, COMPUTE_DTYPE=tl.float32,
                 X_HAT_DTYPE=tl.float32, HAS_WEIGHT=True, HAS_BIAS=False, HAS_DRESIDUAL=False, RECOMPUTE_STATS=False,
                 SPLIT=1, PREFETCH=True, LAUNCH_DEPENDENTS=True), 16)
+
+
+def _gated_cases():
+    """The gate (HAS_GATE, Qwen3-Next's gated RMSNorm) on every path that takes one: the forward's whole
+    rows (held, re-read, streamed) and column tiles; the backward's whole rows (plain, prefetching,
+    staged) and column tiles, saved and recomputed statistics; Llama-style rounding of x̂ and u, a
+    float32 gate beside bf16 x, and float64."""
+    gated = dict(IS_RMS_NORM=True, HAS_WEIGHT=True, HAS_BIAS=False, COMPUTE_DTYPE=tl.float32, HAS_GATE=True)
+    for dtype, u_dtype in (("bf16", tl.bfloat16), ("fp16", tl.float32), ("fp32", tl.float32)):
+        fwd = dict(gated, HAS_RESIDUAL=False, STORE_RESIDUAL_OUT=False, STORE_STATS=True,
+                   X_HAT_DTYPE=FLOAT_TYPES[dtype], U_DTYPE=u_dtype)
+        for name, tile in (("whole", dict(BLOCK_M=4, BLOCK_N=128, ONE_TILE=True, STREAM=True)),
+                           ("reload", dict(BLOCK_M=1, BLOCK_N=4096, ONE_TILE=True, RELOAD=True)),
+                           ("columns", dict(BLOCK_M=1, BLOCK_N=4096, ONE_TILE=False, BF16_PAIRS=dtype == "bf16"))):
+            yield f"fwd {dtype} gated {name}", norm_fwd_kernel, dtype, FWD_POINTERS, dict(fwd, **tile), 4
+        bwd = dict(gated, HAS_DRESIDUAL=False, X_HAT_DTYPE=FLOAT_TYPES[dtype], U_DTYPE=u_dtype, SPLIT=1)
+        for recompute in (False, True):
+            for name, tile in (("whole", dict(BLOCK_M=16, BLOCK_N=128, ONE_TILE=True)),
+                               ("prefetch", dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=True, PREFETCH=True)),
+                               ("staged", dict(BLOCK_M=16, BLOCK_N=128, ONE_TILE=True, ASYNC_STAGES=3)),
+                               ("columns", dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=False))):
+                yield (f"bwd {dtype} gated {name} recompute={recompute}", norm_bwd_kernel, dtype, BWD_POINTERS,
+                       dict(bwd, RECOMPUTE_STATS=recompute, **tile), 4 if tile["BLOCK_N"] == 128 else 8)
+    yield ("fwd bf16 x fp32 gate gated whole", norm_fwd_kernel, "bf16", dict(FWD_POINTERS, GATE="*fp32"),
+           dict(gated, BLOCK_M=4, BLOCK_N=1024, ONE_TILE=True, HAS_RESIDUAL=False, STORE_RESIDUAL_OUT=False,
+                STORE_STATS=False, X_HAT_DTYPE=tl.float32, U_DTYPE=tl.float32), 4)
+    yield ("bwd bf16 x fp32 gate gated prefetch", norm_bwd_kernel, "bf16", dict(BWD_POINTERS, GATE="*fp32",
+                                                                                  DGATE="*fp32"),
+           dict(gated, BLOCK_M=2, BLOCK_N=1024, ONE_TILE=True, HAS_DRESIDUAL=True, RECOMPUTE_STATS=False,
+                X_HAT_DTYPE=tl.float32, U_DTYPE=tl.float32, SPLIT=1, PREFETCH=True), 4)
+    f64 = {k: v.replace("fp32", "fp64") for k, v in BWD_POINTERS.items()}
+    yield ("bwd fp64 gated whole", norm_bwd_kernel, "fp64", f64,
+           dict(gated, BLOCK_M=4, BLOCK_N=256, ONE_TILE=True, HAS_DRESIDUAL=False, RECOMPUTE_STATS=True,
+                COMPUTE_DTYPE=tl.float64, X_HAT_DTYPE=tl.float64, U_DTYPE=tl.float64, SPLIT=1), 4)
+    yield ("fwd fp64 gated columns", norm_fwd_kernel, "fp64", {k: v.replace("fp32", "fp64") for k, v in
+                                                                 FWD_POINTERS.items()},
+           dict(gated, BLOCK_M=1, BLOCK_N=1024, ONE_TILE=False, HAS_RESIDUAL=False, STORE_RESIDUAL_OUT=False,
+                STORE_STATS=True, COMPUTE_DTYPE=tl.float64, X_HAT_DTYPE=tl.float64, U_DTYPE=tl.float64), 4)
 
 
 def main() -> int:

@@ -59,6 +59,9 @@ DEFAULT_GRIDS: Dict[str, List[Case]] = {
     # the LayerNorm grid's ≥ 64 MB bf16 shapes and the fp32 wide rows
     "fused_layer_norm": [*((torch.bfloat16, m, n) for m, n in ((16384, 4096), (16384, 8192), *WIDE_ROWS)),
                          *FP32_WIDE_ROWS],
+    # Qwen3-Next / Qwen3.5 gate rows of one head (128 values), then hidden-size rows; every tensor ≥ 64 MB
+    "gated": [*((torch.bfloat16, m, n) for m, n in ((262144, 128), (524288, 128), (16384, 2048), (16384, 4096),
+                                                    (8192, 8192), (4096, 16384))), (torch.float32, 131072, 128)],
 }
 DRY_RUN_GRID: List[Case] = [(torch.float32, 64, 256)]
 DRY_RUN_IMPLS = ("normkit", "native")  # compile would spend most of a dry run compiling C++

@@ -1,5 +1,5 @@
 """What the benchmark measures: plain RMSNorm, fused residual add + RMSNorm (prenorm), LayerNorm, fused
-residual add + LayerNorm (prenorm).
+residual add + LayerNorm (prenorm), gated RMSNorm (Qwen3-Next).
 
 A `Family` names what its implementations take and return; inputs, errors and timing follow
 from those names, so every family goes through the same measurement (`normkit.bench.cli`):
@@ -9,6 +9,7 @@ from those names, so every family goes through the same measurement (`normkit.be
   layer_norm  apply(x, weight, bias, eps) -> y                        grads (dy,)
   fused_layer_norm  apply(x, residual, weight, bias, eps) -> (y, residual_out)
                                                                       grads (dy, dresidual_out)
+  gated       apply(x, weight, gate, eps) -> y                        grads (dy,)
 
 backward(inputs, grads, eps) returns the gradients of the inputs in their order (see `peers`).
 
@@ -21,6 +22,9 @@ native = F.layer_norm; compile = torch.compile of the float32 composite; liger =
 LigerLayerNormFunction. Fused LayerNorm peers: normkit.layer_norm(..., residual, prenorm=True), backward =
 layer_norm_bwd on the saved residual_out, mean and rstd; native = F.layer_norm(x + residual); compile =
 torch.compile of the float32 composite (neither Liger nor quack has a fused LayerNorm with autograd).
+Gated RMSNorm peers: normkit.rms_norm(..., gate=gate, casting_mode="llama"), backward = rms_norm_bwd with
+the saved rstd; native = Hugging Face's Qwen3NextRMSNormGated forward in eager; compile = torch.compile
+of it (`gated_composite`).
 Peers take their backward from autograd.
 """
 
@@ -93,7 +97,8 @@ def errors(family: Family, sample: Sample, outputs: Sequence[Tensor], input_grad
         labelled["d" + name] = ("dx" if name in ("x", "residual") else "d" + name, t)
     return float64_errors(named["x"], named.get("weight"), named["dy"], eps, labelled,
                           bias=named.get("bias"), residual=named.get("residual"),
-                          dresidual_out=named.get("dresidual_out"), is_rms_norm=family.is_rms_norm)
+                          dresidual_out=named.get("dresidual_out"), is_rms_norm=family.is_rms_norm,
+                          gate=named.get("gate"))
 
 
 # ----------------------------------------------------------------------------- fused residual add
@@ -234,6 +239,41 @@ def fused_layer_norm_composite(x: Tensor, residual: Tensor, weight: Tensor, bias
     return layer_norm_composite(h, weight, bias, eps).to(x.dtype), h.to(residual.dtype)
 
 
+# ----------------------------------------------------------------------------- gated RMSNorm
+def _normkit_gated() -> Impl:
+    import normkit
+
+    def apply(x, weight, gate, eps):
+        return normkit.rms_norm(x, weight, gate=gate, eps=eps, casting_mode="llama")
+
+    def backward(inputs, grads, eps):
+        (x, weight, gate), (dy,) = inputs, grads
+        _, _, rstd = normkit.rms_norm_fwd(x, weight, gate=gate, eps=eps, store_rstd=True, casting_mode="llama")
+
+        def run():
+            dx, dweight, _, _, dgate = normkit.rms_norm_bwd(x, weight, dy, rstd, gate=gate, eps=eps,
+                                                            casting_mode="llama")
+            return dx, dweight, dgate
+
+        return run
+
+    return Impl("normkit", apply, backward, "backward = rms_norm_bwd(gate=) with saved rstd, llama casting")
+
+
+def gated_composite(x: Tensor, weight: Tensor, gate: Tensor, eps: float) -> Tensor:
+    """Hugging Face's Qwen3NextRMSNormGated forward: x̂ in float32, `weight * x̂.to(x.dtype)`, times
+    silu(gate) in float32, cast back to x's dtype."""
+    acc = reference.compute_dtype(x.dtype)
+    xf = x.to(acc)
+    x_hat = xf * torch.rsqrt(xf.square().mean(dim=-1, keepdim=True) + eps)
+    return ((weight * x_hat.to(x.dtype)) * torch.nn.functional.silu(gate.to(acc))).to(x.dtype)
+
+
+def _native_gated() -> Impl:
+    return Impl("native", gated_composite, autograd_backward(gated_composite),
+                "Qwen3NextRMSNormGated's forward, eager")
+
+
 # ----------------------------------------------------------------------------- the registry
 FAMILIES: Dict[str, Family] = {
     "rms": Family("rms", ("x", "weight"), ("y",), True, None),
@@ -247,4 +287,6 @@ FAMILIES: Dict[str, Family] = {
     "fused_layer_norm": Family("fused_layer_norm", ("x", "residual", "weight", "bias"), ("y", "residual_out"),
                                False, {"normkit": _normkit_fused_layer_norm, "native": _native_fused_layer_norm,
                                        "compile": lambda: compile_impl(fused_layer_norm_composite)}),
+    "gated": Family("gated", ("x", "weight", "gate"), ("y",), True, {
+        "normkit": _normkit_gated, "native": _native_gated, "compile": lambda: compile_impl(gated_composite)}),
 }

@@ -83,22 +83,22 @@ def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], ep
                    outputs: Dict[str, Tuple[str, Tensor]], *, bias: Optional[Tensor] = None,
                    residual: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
                    is_rms_norm: bool = True, weight_offset: float = 0.0,
-                   x_hat_dtype: Optional[torch.dtype] = None) -> Dict[str, float]:
+                   x_hat_dtype: Optional[torch.dtype] = None, gate: Optional[Tensor] = None) -> Dict[str, float]:
     """Relative error of each output against the float64 reference; NaN when it is not finite.
 
     The norm is RMSNorm (LayerNorm with `is_rms_norm=False`) of h = x (+ residual), with optional
     bias, weight_offset and x_hat_dtype (Llama-style casting: x̂ rounded to it before the weight);
-    dresidual_out is the gradient arriving on residual_out. Parameters of shape (H, N) are per-head
-    (x of shape (..., H, N)). `outputs` maps a label to (kind, tensor), kind one of "y",
-    "residual_out", "rstd", "dx", "dweight", "dbias". rstd is compared as a flat vector; dweight and
-    dbias over all rows. dy is needed for the gradients. dx is the gradient of h, so it is also the
+    dresidual_out is the gradient arriving on residual_out; a gate makes it the gated RMSNorm.
+    Parameters of shape (H, N) are per-head (x of shape (..., H, N)). `outputs` maps a label to
+    (kind, tensor), kind one of "y", "residual_out", "rstd", "dx", "dweight", "dbias", "dgate".
+    rstd is compared as a flat vector; dweight and dbias over all rows. dy is needed for the gradients. dx is the gradient of h, so it is also the
     kind of the gradient of the residual.
     """
     n = x.shape[-1]
     param = weight if weight is not None else bias
     lead = tuple(param.shape[:-1]) if param is not None else ()  # (H,) for per-head parameters
     x2, dy2 = _flat(x, lead, n), _flat(dy, lead, n)
-    residual2, dresidual_out2 = _flat(residual, lead, n), _flat(dresidual_out, lead, n)
+    residual2, dresidual_out2, gate2 = _flat(residual, lead, n), _flat(dresidual_out, lead, n), _flat(gate, lead, n)
     w64, b64 = (None if t is None else t.double() for t in (weight, bias))
     sums = {label: (kind, _Sums(t)) for label, (kind, t) in outputs.items()}
     flat = {label: (t.reshape(-1, *lead) if kind == "rstd" else t.reshape(*lead, n) if kind in _SUMMED
@@ -111,15 +111,18 @@ def float64_errors(x: Tensor, weight: Optional[Tensor], dy: Optional[Tensor], ep
         chunk = lambda t: None if t is None else t[part].double()  # noqa: E731
         y_ref, h_ref, mean_ref, rstd_ref = reference.norm_fwd(
             chunk(x2), w64, b64, chunk(residual2), eps=eps, is_rms_norm=is_rms_norm,
-            weight_offset=weight_offset, x_hat_dtype=x_hat_dtype)
+            weight_offset=weight_offset, x_hat_dtype=x_hat_dtype, gate=chunk(gate2))
         refs = {"y": (y_ref, None), "residual_out": (h_ref, None), "rstd": (rstd_ref, None)}
-        if kinds & {"dx", *_SUMMED}:
+        if kinds & {"dx", "dgate", *_SUMMED}:
             dys = chunk(dy2)
-            dx_ref, dweight_part, dbias_part = reference.norm_bwd(
+            dx_ref, dweight_part, dbias_part, *dgate_ref = reference.norm_bwd(
                 h_ref, w64, dys, mean_ref, rstd_ref, chunk(dresidual_out2), eps=eps,
                 is_rms_norm=is_rms_norm, weight_offset=weight_offset,
                 bias_dtype=None if bias is None else torch.float64, param_ndim=1 + len(lead),
-                x_hat_dtype=x_hat_dtype)
+                x_hat_dtype=x_hat_dtype, gate=chunk(gate2))
+            if dgate_ref:  # the norm's own gradient is dy·silu(gate)
+                refs["dgate"] = (dgate_ref[0], None)
+                dys = dys * torch.nn.functional.silu(chunk(gate2))
             g = dys * (w64 + weight_offset) if w64 is not None else dys
             refs["dx"] = (dx_ref, rstd_ref.unsqueeze(-1) * g)
             for kind, part_sum in zip(_SUMMED, (dweight_part, dbias_part)):

@@ -16,7 +16,8 @@ DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32
                "torch.float64": "fp64"}
 FAMILY_TITLES = {"rms": "RMSNorm", "fused_add": "Fused residual add + RMSNorm (prenorm)",
                  "layer_norm": "LayerNorm (weight and bias)",
-                 "fused_layer_norm": "Fused residual add + LayerNorm (prenorm, weight and bias)"}
+                 "fused_layer_norm": "Fused residual add + LayerNorm (prenorm, weight and bias)",
+                 "gated": "Gated RMSNorm (Qwen3-Next: (weight · x̂) · silu(gate))"}
 
 
 def progress(items: Iterable, desc: str):

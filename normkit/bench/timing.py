@@ -10,7 +10,9 @@ The ceiling is a large device-to-device copy measured in the same run: bytes rea
 "% copy" = minimum bytes / time / copy bandwidth, with the minimum bytes of the pass: RMSNorm and
 LayerNorm forward 2·M·N·s (read x, write y), backward 3·M·N·s (read x and dy, write dx); fused
 residual add + RMSNorm 4·M·N·s both ways (forward: read x and residual, write y and residual_out;
-backward: read residual_out, dy and dresidual_out, write dx); the fused LayerNorm as the fused add.
+backward: read residual_out, dy and dresidual_out, write dx); the fused LayerNorm as the fused add;
+the gated RMSNorm forward 3·M·N·s (read x and gate, write y), backward 5·M·N·s (read x, gate and
+dy, write dx and dgate).
 """
 
 import functools
@@ -32,7 +34,8 @@ _GRAPH_TARGET_S = 2e-3  # ~2 ms of work per replay: event resolution and launch 
 _WARMUP_S = 0.1
 # Tensors of M×N elements a pass must move, per family (see the module docstring).
 PASS_TENSORS = {"rms": {"fwd": 2, "bwd": 3}, "fused_add": {"fwd": 4, "bwd": 4},
-                "layer_norm": {"fwd": 2, "bwd": 3}, "fused_layer_norm": {"fwd": 4, "bwd": 4}}
+                "layer_norm": {"fwd": 2, "bwd": 3}, "fused_layer_norm": {"fwd": 4, "bwd": 4},
+                "gated": {"fwd": 3, "bwd": 5}}
 
 
 def min_bytes(kind: str, m: int, n: int, element_size: int, family: str = "rms") -> int:

@@ -1,6 +1,6 @@
 """Hugging Face-style RMSNorm classes: which forwards normkit reproduces, and how.
 
-A class is recognised by its name (ends with "RMSNorm") and by its code: the source of its
+A class is recognised by its name (ends with "RMSNorm", or "RMSNormGated") and by its code: the source of its
 `forward` (and `_norm`, which some forwards call) must be, up to formatting, comments, type
 annotations, local variable names and the name of the epsilon attribute (`eps` or
 `variance_epsilon`: transformers renames it between releases), one of the `TEMPLATES` below, copied
@@ -13,6 +13,12 @@ The families differ in where they round (x̂ = x·rstd, computed in fp32 by all 
     llama   weight * x̂.to(x.dtype)            → casting_mode="llama", out_dtype = promote(weight, x)
     fp32    (x̂ * weight).to(x.dtype)           → casting_mode="fp32",  out_dtype = x.dtype
     gemma   (x̂ * (1 + weight.float())).to(x.dtype) → "fp32" with weight_offset=1.0
+
+The gated norms, `forward(self, hidden_states, gate)`, multiply by ACT2FN[self.activation](gate.float())
+and cast to x's dtype; normkit's gate is silu, so the module's `activation` must be "silu":
+
+    llama_gated  (weight * x̂.to(x.dtype)) * silu(gate.float())  → "llama" with gate, out_dtype = x.dtype
+    fp32_gated   (weight.float() * x̂) * silu(gate.float())      → "fp32" with gate
 """
 
 import ast
@@ -34,6 +40,7 @@ class Recipe:
     casting_mode: str = "fp32"      # "llama": x̂ rounded to x's dtype before the weight
     weight_offset: float = 0.0      # Gemma's (1 + weight)
     scale_flag: Optional[str] = None  # weight used only when this attribute is true (Gemma3n's with_scale)
+    gated: bool = False             # forward(self, hidden_states, gate): y = norm · silu(gate)
 
     def weight(self, module: torch.nn.Module) -> Optional[torch.Tensor]:
         if self.scale_flag is not None and not getattr(module, self.scale_flag):
@@ -41,7 +48,7 @@ class Recipe:
         return module.weight
 
     def out_dtype(self, x: torch.Tensor, weight: Optional[torch.Tensor]) -> torch.dtype:
-        if self.casting_mode == "llama" and weight is not None:
+        if self.casting_mode == "llama" and weight is not None and not self.gated:  # (gated: .to(input_dtype))
             return torch.promote_types(weight.dtype, x.dtype)  # weight * x̂.to(x.dtype) promotes
         return x.dtype
 
@@ -52,6 +59,8 @@ class Recipe:
             return f"needs a float attribute {self.eps_attr!r}"
         if self.scale_flag is not None and not isinstance(getattr(module, self.scale_flag, None), bool):
             return f"needs a bool attribute {self.scale_flag!r}"
+        if self.gated and getattr(module, "activation", None) != "silu":  # Kimi, Bailing, GLM-5: sigmoid
+            return f"gate activation {getattr(module, 'activation', None)!r} (normkit's gate is silu)"
         weight = getattr(module, "weight", None)
         if self.weight(module) is not None and not (isinstance(weight, torch.nn.Parameter) and weight.dim() == 1):
             return "needs a 1-D Parameter 'weight'"
@@ -62,6 +71,8 @@ LLAMA = Recipe("llama", casting_mode="llama")
 FP32 = Recipe("fp32")
 GEMMA = Recipe("gemma", weight_offset=1.0)
 GEMMA3N = Recipe("fp32", scale_flag="with_scale")
+LLAMA_GATED = Recipe("llama_gated", casting_mode="llama", gated=True)
+FP32_GATED = Recipe("fp32_gated", gated=True)
 EPS_NAMES = ("eps", "variance_epsilon")  # what transformers' norms call epsilon
 
 # (recipe, forward source, _norm source or None), as written in transformers 5.x.
@@ -122,6 +133,26 @@ def _norm(self, hidden_states):
     mean_squared = hidden_states.pow(2).mean(-1, keepdim=True) + self.eps
     return hidden_states * torch.pow(mean_squared, -0.5)
 """),
+    (LLAMA_GATED, """
+def forward(self, hidden_states, gate):  # Qwen3Next, Qwen3.5, Qwen3.5-MoE, OlmoHybrid (…RMSNormGated)
+    input_dtype = hidden_states.dtype
+    hidden_states = hidden_states.to(torch.float32)
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+    hidden_states = self.weight * hidden_states.to(input_dtype)
+    hidden_states = hidden_states * ACT2FN[self.activation](gate.to(torch.float32))
+    return hidden_states.to(input_dtype)
+""", None),
+    (FP32_GATED, """
+def forward(self, hidden_states, gate=None):  # LaraMini (silu); KimiLinear, BailingHybrid: sigmoid, left alone
+    input_dtype = hidden_states.dtype
+    hidden_states = hidden_states.to(torch.float32)
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+    hidden_states = self.weight.to(torch.float32) * hidden_states
+    hidden_states = hidden_states * ACT2FN[self.activation](gate.to(torch.float32))
+    return hidden_states.to(input_dtype)
+""", None),
 ]
 
 

@@ -10,8 +10,11 @@ Recognised (the replacement computes what the original computes, rounding includ
 - `torch.nn.RMSNorm`, `torch.nn.LayerNorm` and subclasses that keep their forward
   → `normkit.RMSNorm` / `normkit.LayerNorm` semantics (the patched class subclasses those too);
 - Hugging Face-style classes named "…RMSNorm" whose forward is a known one (see `hf.TEMPLATES`:
-  the Llama, Olmo2 and Gemma families and a few variants).
-Other modules named "…RMSNorm"/"…LayerNorm" (unknown code, a subclass with its own forward, a
+  the Llama, Olmo2 and Gemma families and a few variants);
+- the gated norms named "…RMSNormGated" (Qwen3-Next, Qwen3.5, OlmoHybrid: `forward(hidden_states,
+  gate)`) whose forward is a known one and whose activation is silu; a call without a gate runs the
+  original forward (which, in transformers 5.25, needs one).
+Other modules named "…RMSNorm"/"…RMSNormGated"/"…LayerNorm" (unknown code, a subclass with its own forward, a
 forward set on the instance) are left alone and named in one warning.
 
 With `fuse_residual=True`, known decoder layers also add their residual inside the next norm
@@ -115,7 +118,7 @@ def _classify(module: torch.nn.Module, rms_norm: bool, layer_norm: bool) -> Tupl
     """(kind, None): patch it; (None, reason): a norm left alone; (None, None): not a norm we handle."""
     cls = type(module)
     leaf = next(module.children(), None) is None  # "…RMSNorm" containers (norm + gate) are walked into
-    is_rms = isinstance(module, torch.nn.RMSNorm) or (leaf and cls.__name__.endswith("RMSNorm"))
+    is_rms = isinstance(module, torch.nn.RMSNorm) or (leaf and cls.__name__.endswith(("RMSNorm", "RMSNormGated")))
     is_layer = isinstance(module, torch.nn.LayerNorm) or (leaf and cls.__name__.endswith("LayerNorm"))
     if not ((is_rms and rms_norm) or (is_layer and layer_norm)):
         return None, None
@@ -170,8 +173,24 @@ def run_recipe(module: torch.nn.Module, x, recipe: hf.Recipe, original, residual
                                weight_offset=recipe.weight_offset, out_dtype=recipe.out_dtype(x, weight))
 
 
+def run_gated_recipe(module: torch.nn.Module, x, gate, recipe: hf.Recipe, original):
+    """A gated `recipe` (`hf.Recipe.gated`): y = norm(x)·silu(gate) through normkit; `original(module,
+    x, gate)` without a gate, or for inputs normkit does not take."""
+    weight = recipe.weight(module)
+    if (gate is None or not _runs_on_normkit(x, weight, gate) or gate.shape != x.shape
+            or (weight is not None and weight.shape != x.shape[-1:])):
+        return original(module, x, gate)
+    return functional.rms_norm(x, weight, gate=gate, eps=getattr(module, recipe.eps_attr),
+                               casting_mode=recipe.casting_mode, weight_offset=recipe.weight_offset,
+                               out_dtype=recipe.out_dtype(x, weight))
+
+
 def _hf_forward(self, x):
     return run_recipe(self, x, self._normkit_kind, self._normkit_original.forward)
+
+
+def _hf_gated_forward(self, hidden_states, gate=None):
+    return run_gated_recipe(self, hidden_states, gate, self._normkit_kind, self._normkit_original.forward)
 
 
 def _torch_forward(self, x):
@@ -203,7 +222,7 @@ def _new_patched(original: type, kind: Kind):
 def _patched_class(original: type, kind: Kind) -> type:
     """`original` with normkit's forward: same name, one class per (original, kind)."""
     if isinstance(kind, hf.Recipe):
-        bases, forward = (original,), _hf_forward
+        bases, forward = (original,), _hf_gated_forward if kind.gated else _hf_forward
     elif not isinstance(kind, type):  # a decoder layer's layout (decoder.py): its fused forward
         bases, forward = (original,), kind.forward
     else:  # torch.nn.RMSNorm → normkit.RMSNorm; a subclass of it → (subclass, normkit.RMSNorm)

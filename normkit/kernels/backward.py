@@ -15,7 +15,15 @@ dresidual = dx = dh (the autograd layer casts it to each input's dtype). Over al
     dweight = Σ_rows dy·ĥ          dbias = Σ_rows dy
 
 with ĥ rounded to X_HAT_DTYPE in dweight, as the forward rounded it before the scale (the
-rounding passes the gradient through unchanged, so dh is as above). With RECOMPUTE_STATS, μ and
+rounding passes the gradient through unchanged, so dh is as above).
+
+Gated (HAS_GATE; the forward's y = u·silu(gate), u = ĥ·(w + weight_offset) rounded to U_DTYPE, no
+bias): the norm receives dy·silu(gate) in place of dy — in g, dweight and everything above — and::
+
+    dgate = dy·u·silu'(gate)     silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
+
+stored in DGATE's dtype, with u recomputed from ĥ as the forward rounded it. Split rows take no
+gate (the launcher never picks them with one). With RECOMPUTE_STATS, μ and
 rstd are recomputed from h in the pass that reduces Σ(g·h) and Σg (the LeetGPU #142 contract:
 nothing saved from the forward); otherwise the saved mean and rstd are loaded.
 
@@ -66,29 +74,37 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents
 
 from .backward_split import split_rows
-from .backward_tiles import (block_weight, compute_dh, compute_dh_scaled, dweight_term, row_loop_start, store_dh,
-                             take_rows)
+from .backward_tiles import (block_weight, compute_dh, dgate_term, dweight_term, gate_dy, load_row_block,
+                             row_loop_start, store_dh, take_rows)
 from .convert import upcast
 from .stats import merge_tile_stats
 
 
 @triton.jit
-def _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N, stride_x_col, stride_dy_col,
-                      weight_offset, HAS_WEIGHT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
-                      BF16_PAIRS: tl.constexpr = False):
-    """(c, mask, h, dy, g = dy·(w + weight_offset)) for the column tile c = start + cols of a row
-    block (column tiles: both passes over the row), upcast; masked elements are 0."""
+def _load_column_tile(X, DY, W, GATE, start, cols, row_mask, x_rows, dy_rows, gate_rows, w_row, N, stride_x_col,
+                      stride_dy_col, stride_gate_col, weight_offset, HAS_WEIGHT: tl.constexpr,
+                      COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr = False, HAS_GATE: tl.constexpr = False):
+    """(c, mask, h, dy, g = dy·(w + weight_offset), w, dy_in, gate, σ(gate)) for the column tile
+    c = start + cols of a row block (column tiles: both passes over the row), upcast; masked
+    elements are 0. With HAS_GATE dy is the norm's gradient dy_in·silu(gate) (`gate_dy`); without,
+    w (0 without a weight), dy_in, gate and σ are placeholders."""
     c = start + cols
     col_mask = c < N
     mask = row_mask[:, None] & col_mask[None, :]
     h = upcast(tl.load(X + (x_rows + c[None, :] * stride_x_col), mask=mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS)
     dy = upcast(tl.load(DY + (dy_rows + c[None, :] * stride_dy_col), mask=mask, other=0.0), COMPUTE_DTYPE,
                 BF16_PAIRS)
+    dy_in, gate, sigmoid = dy, 0.0, 0.0
+    if HAS_GATE:
+        gate = upcast(tl.load(GATE + (gate_rows + c[None, :] * stride_gate_col), mask=mask, other=0.0), COMPUTE_DTYPE,
+                      BF16_PAIRS)
+        dy, sigmoid = gate_dy(dy_in, gate)
     g = dy
+    w = 0.0
     if HAS_WEIGHT:
         w = upcast(tl.load(W + (w_row + c), mask=col_mask, other=0.0), COMPUTE_DTYPE, BF16_PAIRS) + weight_offset
         g = dy * w[None, :]
-    return c, mask, h, dy, g
+    return c, mask, h, dy, g, w, dy_in, gate, sigmoid
 
 
 @triton.jit
@@ -99,12 +115,12 @@ def _accumulate_partial(PARTIAL, offs, mask, contribution):
 
 @triton.jit
 def norm_bwd_kernel(
-    X, W, DY, DRESIDUAL_OUT, MEAN, RSTD,  # inputs: h, dy, dresidual_out (M, N) strided; w (HEADS, N)
-    DX, DW_PARTIAL, DB_PARTIAL,  # outputs: dx (M, N) row-major; partials (G, HEADS·N)
+    X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, GATE,  # inputs: h, dy, dresidual_out, gate (M, N) strided; w (HEADS, N)
+    DX, DW_PARTIAL, DB_PARTIAL, DGATE,  # outputs: dx, dgate (M, N) row-major; partials (G, HEADS·N)
     XCHG,  # SPLIT > 1: tagged row sums, int64 (G·HEADS, RING, 4, 2, SPLIT, BLOCK_M), zeroed
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
-    stride_dres_row, stride_dres_col, stride_dx_row,
+    stride_dres_row, stride_dres_col, stride_gate_row, stride_gate_col, stride_dx_row, stride_dgate_row,
     eps: tl.float64, weight_offset: tl.float64,  # doubles: see forward.py's docstring
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -125,6 +141,8 @@ def norm_bwd_kernel(
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
     EVEN_COLS: tl.constexpr = False,  # ONE_TILE: every column of the tile (or part) is < N: no column mask
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
+    HAS_GATE: tl.constexpr = False,  # the forward's y = u·silu(gate): dy·silu(gate) into the norm, and dgate
+    U_DTYPE: tl.constexpr = None,  # HAS_GATE: where the forward rounded u = ĥ·(w + weight_offset)
 ):
     """One program's rows of the backward (the module docstring's math, docs/design.md#kernel-family)::
 
@@ -132,7 +150,8 @@ def norm_bwd_kernel(
         dresidual = dx                                  (residual path: h = x + residual)
 
     and its share of dweight = Σ dy·ĥ and dbias = Σ dy, stored as its row of DW_PARTIAL / DB_PARTIAL
-    for `sum_partials_kernel` to finish."""
+    for `sum_partials_kernel` to finish. Gated: dy·silu(gate) in place of dy, and dgate = dy·u·silu'(gate)."""
+    tl.static_assert(not (HAS_GATE and SPLIT > 1), "split rows take no gate")
     if LAUNCH_DEPENDENTS:
         gdc_launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
@@ -154,11 +173,15 @@ def norm_bwd_kernel(
     w_row = head.to(tl.int64) * N  # offset of this head's weight row
     partial_offset = (pid.to(tl.int64) * HEADS + head) * N  # this program's row of the partials
 
+    next_gate = 0  # PREFETCH: the next row block's gate, loaded ahead as h and dy are
     if ONE_TILE:
         col_mask, dw_acc, db_acc, w, next_h, next_dy = row_loop_start(
             X, DY, W, pid, head, HEADS, head_rows, cols, w_row, N, weight_offset, stride_x_row, stride_x_col,
             stride_dy_row, stride_dy_col, BLOCK_M, BLOCK_N, HAS_WEIGHT, KEEP_W, PREFETCH, EVEN_COLS, COMPUTE_DTYPE,
             BF16_PAIRS)
+        if HAS_GATE and PREFETCH:
+            next_gate = load_row_block(GATE, pid, head, HEADS, head_rows, cols, col_mask, stride_gate_row,
+                                       stride_gate_col, BLOCK_M)
     elif HAS_WEIGHT or HAS_BIAS:
         zeros = tl.zeros([BLOCK_N], dtype=COMPUTE_DTYPE)
         for start in tl.range(0, N, BLOCK_N):
@@ -177,6 +200,8 @@ def norm_bwd_kernel(
         dy_rows = rows64[:, None] * stride_dy_row
         dres_rows = rows64[:, None] * stride_dres_row
         dx_rows = rows64[:, None] * stride_dx_row
+        gate_rows = rows64[:, None] * stride_gate_row
+        dgate_rows = rows64[:, None] * stride_dgate_row
 
         # ---- row reductions: Σ(g·h), Σg and, with RECOMPUTE_STATS, the statistics of h
         if not RECOMPUTE_STATS:  # issued first: independent of the tile, not held behind the reductions
@@ -191,6 +216,17 @@ def norm_bwd_kernel(
                                                stride_dy_row, stride_dy_col, BLOCK_M, PREFETCH)
             h = upcast(h, COMPUTE_DTYPE, BF16_PAIRS)
             dy = upcast(dy, COMPUTE_DTYPE, BF16_PAIRS)
+            if HAS_GATE:  # the norm's gradient is dy·silu(gate); dy_in stays for dgate
+                if PREFETCH:
+                    gate = next_gate
+                    next_gate = load_row_block(GATE, row_block + num_programs, head, HEADS, head_rows, cols,
+                                               col_mask, stride_gate_row, stride_gate_col, BLOCK_M)
+                else:
+                    gate = load_row_block(GATE, row_block, head, HEADS, head_rows, cols, col_mask, stride_gate_row,
+                                          stride_gate_col, BLOCK_M)
+                gate = upcast(gate, COMPUTE_DTYPE, BF16_PAIRS)
+                dy_in = dy
+                dy, sigmoid = gate_dy(dy_in, gate)
             g = dy
             if HAS_WEIGHT:
                 w_block = block_weight(w, W, w_row, cols, col_mask, weight_offset, HAS_WEIGHT, KEEP_W,
@@ -220,9 +256,9 @@ def norm_bwd_kernel(
                 mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             m2 = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
             for start in tl.range(0, N, BLOCK_N):
-                c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
-                                                      stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                      COMPUTE_DTYPE, BF16_PAIRS)
+                c, mask, h, dy, g, _, _, _, _ = _load_column_tile(
+                    X, DY, W, GATE, start, cols, row_mask, x_rows, dy_rows, gate_rows, w_row, N, stride_x_col,
+                    stride_dy_col, stride_gate_col, weight_offset, HAS_WEIGHT, COMPUTE_DTYPE, BF16_PAIRS, HAS_GATE)
                 acc_gh += g * h
                 acc_g += g
                 if RECOMPUTE_STATS:
@@ -251,11 +287,15 @@ def norm_bwd_kernel(
                 dw_acc += tl.sum(dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
             if HAS_BIAS:
                 db_acc += tl.sum(dy, axis=0)
+            if HAS_GATE:
+                tl.store(DGATE + dgate_rows + cols[None, :],
+                         dgate_term(dy_in, gate, sigmoid, x_hat, w_block if HAS_WEIGHT else 0.0, HAS_WEIGHT,
+                                    X_HAT_DTYPE, U_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), mask=mask)
         else:
             for start in tl.range(0, N, BLOCK_N):
-                c, mask, h, dy, g = _load_column_tile(X, DY, W, start, cols, row_mask, x_rows, dy_rows, w_row, N,
-                                                      stride_x_col, stride_dy_col, weight_offset, HAS_WEIGHT,
-                                                      COMPUTE_DTYPE, BF16_PAIRS)
+                c, mask, h, dy, g, w_tile, dy_in, gate, sigmoid = _load_column_tile(
+                    X, DY, W, GATE, start, cols, row_mask, x_rows, dy_rows, gate_rows, w_row, N, stride_x_col,
+                    stride_dy_col, stride_gate_col, weight_offset, HAS_WEIGHT, COMPUTE_DTYPE, BF16_PAIRS, HAS_GATE)
                 x_hat, dh = compute_dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM)
                 store_dh(DX, DRESIDUAL_OUT, dx_rows + c[None, :], dres_rows + c[None, :] * stride_dres_col,
                          dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
@@ -264,6 +304,10 @@ def norm_bwd_kernel(
                     _accumulate_partial(DW_PARTIAL, partial_offset + c, c < N, tl.sum(term, axis=0))
                 if HAS_BIAS:
                     _accumulate_partial(DB_PARTIAL, partial_offset + c, c < N, tl.sum(dy, axis=0))
+                if HAS_GATE:
+                    tl.store(DGATE + dgate_rows + c[None, :],
+                             dgate_term(dy_in, gate, sigmoid, x_hat, w_tile, HAS_WEIGHT, X_HAT_DTYPE, U_DTYPE,
+                                        COMPUTE_DTYPE, BF16_PAIRS), mask=mask)
             tl.debug_barrier()
 
     if ONE_TILE:

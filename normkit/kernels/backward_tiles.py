@@ -1,6 +1,6 @@
 """The row-block pieces both backward paths share (backward.py's whole rows and column tiles,
-backward_split.py's split parts): loading h, dy and the weight, dh, and dweight's term. The math is
-in backward.py's docstring."""
+backward_split.py's split parts): loading h, dy and the weight, dh, and dweight's term; and the
+gate's pieces (whole rows and column tiles only). The math is in backward.py's docstring."""
 
 import triton
 import triton.language as tl
@@ -9,14 +9,21 @@ from .convert import upcast
 
 
 @triton.jit
-def load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
-              stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr):
-    """(h, dy) of one row block of one head, as stored (not upcast); rows past the end load 0."""
+def load_row_block(PTR, row_block, head, HEADS, head_rows, cols, col_mask, stride_row, stride_col,
+                   BLOCK_M: tl.constexpr):
+    """One row block of one head of an (M, N) tensor, as stored (not upcast); rows past the end load 0."""
     local = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
     rows64 = local.to(tl.int64) * HEADS + head
     mask = (local < head_rows)[:, None] & col_mask[None, :]
-    h = tl.load(X + rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col, mask=mask, other=0.0)
-    dy = tl.load(DY + rows64[:, None] * stride_dy_row + cols[None, :] * stride_dy_col, mask=mask, other=0.0)
+    return tl.load(PTR + rows64[:, None] * stride_row + cols[None, :] * stride_col, mask=mask, other=0.0)
+
+
+@triton.jit
+def load_rows(X, DY, row_block, head, HEADS, head_rows, cols, col_mask,
+              stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, BLOCK_M: tl.constexpr):
+    """(h, dy) of one row block of one head, as stored (not upcast); rows past the end load 0."""
+    h = load_row_block(X, row_block, head, HEADS, head_rows, cols, col_mask, stride_x_row, stride_x_col, BLOCK_M)
+    dy = load_row_block(DY, row_block, head, HEADS, head_rows, cols, col_mask, stride_dy_row, stride_dy_col, BLOCK_M)
     return h, dy
 
 
@@ -133,3 +140,24 @@ def dweight_term(dy, x_hat, X_HAT_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constex
     that is never stored. (A `tl.where` on the mask had cost selects: 60 of the 811 instructions a
     thread spent a row block in RMSNorm's bf16 1 × 4096 split part, `tools/ptx_stats.py --sass`.)"""
     return dy * upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
+
+
+@triton.jit
+def gate_dy(dy, gate):
+    """(dy·silu(gate), σ(gate)) for y = u·silu(gate): the gradient the norm receives in place of dy,
+    and the sigmoid `dgate_term` reuses (silu(g) = g·σ(g))."""
+    sigmoid = 1.0 / (1.0 + tl.exp(-gate))
+    return dy * (gate * sigmoid), sigmoid
+
+
+@triton.jit
+def dgate_term(dy, gate, sigmoid, x_hat, w, HAS_WEIGHT: tl.constexpr, X_HAT_DTYPE: tl.constexpr,
+               U_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
+    """dgate = dy·u·silu'(gate), silu'(g) = σ(g)·(1 + g·(1 − σ(g))), with u = x̂·(w + weight_offset)
+    rounded as the forward rounded it (x̂ to X_HAT_DTYPE, u to U_DTYPE); `w` is the row's weight (with
+    the offset), unused without HAS_WEIGHT."""
+    u = upcast(x_hat.to(X_HAT_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
+    if HAS_WEIGHT:
+        u = u * w[None, :]
+    u = upcast(u.to(U_DTYPE), COMPUTE_DTYPE, BF16_PAIRS)
+    return dy * u * (sigmoid * (1.0 + gate * (1.0 - sigmoid)))

@@ -9,7 +9,13 @@ Per row (length N), all in COMPUTE_DTYPE (float32, or float64 for float64 inputs
     y    = ĥ · (w + weight_offset) + b        (w = 1 without HAS_WEIGHT, b = 0 without HAS_BIAS)
 
 with ĥ rounded to X_HAT_DTYPE before the scale (x's dtype in Llama-style casting; otherwise
-COMPUTE_DTYPE, i.e. no rounding).
+COMPUTE_DTYPE, i.e. no rounding). Gated (HAS_GATE, Qwen3-Next's RMSNormGated; no bias)::
+
+    u    = ĥ · (w + weight_offset), rounded to U_DTYPE     (promote(w, x) in Llama-style casting)
+    y    = u · silu(gate),  silu(g) = g / (1 + exp(−g))   (torch's formula; gate upcast first)
+
+one more load (the gate's row) and the multiply in the epilogue. Split rows take no gate (the
+launcher never picks them with one: ops.py).
 
 Inputs are upcast before anything is squared, so fp16 inputs with |x| in the hundreds cannot
 overflow. Per-head weights (QK-norm): the weight and bias are (HEADS, N) and row r uses row
@@ -98,16 +104,29 @@ def _affine(x_hat, W, B, w_offs, mask, weight_offset, HAS_WEIGHT: tl.constexpr, 
 
 
 @triton.jit
-def _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask, c, N, stride_x_col,
-                 stride_res_col, mean, rstd, weight_offset, HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
-                 X_HAT_DTYPE: tl.constexpr, EVICTION: tl.constexpr, BF16_PAIRS: tl.constexpr = False):
+def _gated(u, GATE, gate_offs, mask, U_DTYPE: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, EVICTION: tl.constexpr,
+           BF16_PAIRS: tl.constexpr = False):
+    """u·silu(gate), u first rounded to U_DTYPE (a no-op when that is COMPUTE_DTYPE); silu as torch
+    writes it, g / (1 + exp(−g)), on the gate upcast to COMPUTE_DTYPE."""
+    gate = upcast(tl.load(GATE + gate_offs, mask=mask, other=0.0, eviction_policy=EVICTION), COMPUTE_DTYPE, BF16_PAIRS)
+    return upcast(u.to(U_DTYPE), COMPUTE_DTYPE, BF16_PAIRS) * (gate / (1.0 + tl.exp(-gate)))
+
+
+@triton.jit
+def _output_tile(X, RESIDUAL, W, B, GATE, Y, x_rows, res_rows, gate_rows, y_rows, w_rows, row_mask, c, N,
+                 stride_x_col, stride_res_col, stride_gate_col, mean, rstd, weight_offset, HAS_RESIDUAL: tl.constexpr,
+                 HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr,
+                 COMPUTE_DTYPE: tl.constexpr, X_HAT_DTYPE: tl.constexpr, EVICTION: tl.constexpr,
+                 BF16_PAIRS: tl.constexpr = False, HAS_GATE: tl.constexpr = False, U_DTYPE: tl.constexpr = None):
     """y on the rows' column tile c, from h read again (x (+ residual), unrounded, exactly as the
-    ONE_TILE path uses it): y = (h − mean) · rstd · (w + weight_offset) + b."""
+    ONE_TILE path uses it): y = (h − mean) · rstd · (w + weight_offset) + b (· silu(gate))."""
     mask, h = _column_tile(X, RESIDUAL, x_rows, res_rows, row_mask, c, N, stride_x_col, stride_res_col,
                            HAS_RESIDUAL, COMPUTE_DTYPE, EVICTION, BF16_PAIRS)
     y = _affine((h - mean[:, None]) * rstd[:, None], W, B, w_rows + c[None, :], mask, weight_offset, HAS_WEIGHT,
                 HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, BF16_PAIRS)
+    if HAS_GATE:
+        y = _gated(y, GATE, gate_rows + c[None, :] * stride_gate_col, mask, U_DTYPE, COMPUTE_DTYPE, EVICTION,
+                   BF16_PAIRS)
     tl.store(Y + y_rows + c[None, :], y, mask=mask, eviction_policy=EVICTION)
 
 
@@ -218,11 +237,11 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
 
 @triton.jit
 def norm_fwd_kernel(
-    X, RESIDUAL, W, B,  # inputs: x, residual (M, N) strided; weight, bias (HEADS, N)
+    X, RESIDUAL, W, B, GATE,  # inputs: x, residual, gate (M, N) strided; weight, bias (HEADS, N)
     Y, RESIDUAL_OUT, MEAN, RSTD,  # outputs: y, residual_out (M, N) row-major; mean, rstd (M,)
     XCHG,  # SPLIT > 1: tagged row sums, int64 (groups, RING, 4, 2, SPLIT, BLOCK_M), zeroed
     M, N, HEADS,
-    stride_x_row, stride_x_col, stride_res_row, stride_res_col,
+    stride_x_row, stride_x_col, stride_res_row, stride_res_col, stride_gate_row, stride_gate_col,
     stride_y_row, stride_res_out_row,
     eps: tl.float64, weight_offset: tl.float64,  # doubles: see "Scalars" above
     BLOCK_M: tl.constexpr,
@@ -248,12 +267,15 @@ def norm_fwd_kernel(
     # or not, the exchange's wait spins in PTX (stats.await_row_sums: each lane on its own words)
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
     HOLD_WEIGHT: tl.constexpr = False,  # SPLIT > 1: the part's weight and bias loaded once, held across row blocks
+    HAS_GATE: tl.constexpr = False,  # y = u·silu(gate) (Qwen3-Next's gated norm), SPLIT = 1 only
+    U_DTYPE: tl.constexpr = None,  # HAS_GATE: where u = ĥ·(w + weight_offset) is rounded before the gate
 ):
     """BLOCK_M rows of the forward (the module docstring's math, docs/design.md#kernel-family)::
 
-        h = x (+ residual)    ĥ = (h − mean)·rstd    y = ĥ·(w + weight_offset) + b
+        h = x (+ residual)    ĥ = (h − mean)·rstd    y = ĥ·(w + weight_offset) + b   (· silu(gate))
 
     storing y and, as asked, residual_out = h, mean and rstd (rstd = 1/√(Σ(h − mean)²/N + eps))."""
+    tl.static_assert(not (HAS_GATE and SPLIT > 1), "split rows take no gate")
     EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
     # them. H200 A/B: RMSNorm 4096×65536 358.6 → 309.0 µs, 2048×131072 396.3 → 375.1; LayerNorm
@@ -275,6 +297,7 @@ def norm_fwd_kernel(
     rows64 = rows.to(tl.int64)  # int64 offsets: tensors above 2**31 elements
     x_rows = rows64[:, None] * stride_x_row
     res_rows = rows64[:, None] * stride_res_row
+    gate_rows = rows64[:, None] * stride_gate_row
     y_rows = rows64[:, None] * stride_y_row
     res_out_rows = rows64[:, None] * stride_res_out_row
     w_rows = (rows % HEADS).to(tl.int64)[:, None] * N
@@ -334,17 +357,21 @@ def norm_fwd_kernel(
                                "evict_first", BF16_PAIRS) - mean[:, None]
         y = _affine(centered * rstd[:, None], W, B, w_rows + cols[None, :], mask, weight_offset,
                     HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, BF16_PAIRS)
+        if HAS_GATE:
+            y = _gated(y, GATE, gate_rows + cols[None, :] * stride_gate_col, mask, U_DTYPE, COMPUTE_DTYPE,
+                       "evict_first" if RELOAD else EVICTION, BF16_PAIRS)
         tl.store(Y + y_rows + cols[None, :], y, mask=mask, eviction_policy="evict_first" if RELOAD else EVICTION)
     elif CENTERED:  # three reads: tile order, the loop counting columns (counting tiles, as below, the
         # kernel takes 50 registers, not 40: two programs an SM, not three; 8192×32768 317 → 356 µs, H200)
         for start in tl.range(0, N, BLOCK_N):
-            _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask, start + cols, N,
-                         stride_x_col, stride_res_col, mean, rstd, weight_offset, HAS_RESIDUAL, HAS_WEIGHT,
-                         HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE, COLUMN_DROP, BF16_PAIRS)
+            _output_tile(X, RESIDUAL, W, B, GATE, Y, x_rows, res_rows, gate_rows, y_rows, w_rows, row_mask,
+                         start + cols, N, stride_x_col, stride_res_col, stride_gate_col, mean, rstd, weight_offset,
+                         HAS_RESIDUAL, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE, X_HAT_DTYPE,
+                         COLUMN_DROP, BF16_PAIRS, HAS_GATE, U_DTYPE)
     else:  # two reads: the tiles backwards (a snake), from those the statistics pass read last
         num_tiles = tl.cdiv(N, BLOCK_N)
         for i in tl.range(0, num_tiles):
-            _output_tile(X, RESIDUAL, W, B, Y, x_rows, res_rows, y_rows, w_rows, row_mask,
-                         (num_tiles - 1 - i) * BLOCK_N + cols, N, stride_x_col, stride_res_col, mean, rstd,
-                         weight_offset, HAS_RESIDUAL, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET, COMPUTE_DTYPE,
-                         X_HAT_DTYPE, COLUMN_DROP, BF16_PAIRS)
+            _output_tile(X, RESIDUAL, W, B, GATE, Y, x_rows, res_rows, gate_rows, y_rows, w_rows, row_mask,
+                         (num_tiles - 1 - i) * BLOCK_N + cols, N, stride_x_col, stride_res_col, stride_gate_col,
+                         mean, rstd, weight_offset, HAS_RESIDUAL, HAS_WEIGHT, HAS_BIAS, HAS_WEIGHT_OFFSET,
+                         COMPUTE_DTYPE, X_HAT_DTYPE, COLUMN_DROP, BF16_PAIRS, HAS_GATE, U_DTYPE)
