@@ -7,10 +7,14 @@ caller (or `python -m normkit` on a machine without a GPU) can still set TRITON_
 CPU tensors (how CI tests them); otherwise CPU tensors take the plain-PyTorch path in
 `normkit.reference`. Interpreted launches round their down-casts to 2-byte floats as the GPU does
 (`rounded_casts`, below).
+
+Whether a device's kernels may carry inline PTX (`inline_ptx`; docs/design.md#heuristics) is decided here too:
+NORMKIT_PORTABLE=1 (read once) compiles the portable Triton in place of every piece of inline PTX on NVIDIA GPUs.
 """
 
 import functools
 import importlib.util
+import os
 
 import torch
 
@@ -53,10 +57,30 @@ def _cuda_multiprocessor_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+def _environment(name: str, allowed: tuple) -> str:
+    value = os.environ.get(name, "").strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def portable() -> bool:
+    """NORMKIT_PORTABLE=1: no inline PTX on NVIDIA GPUs either (read once: launch plans keep what ran)."""
+    return _environment("NORMKIT_PORTABLE", ("", "0", "1")) == "1"
+
+
+def inline_ptx(device: torch.device) -> bool:
+    """Whether kernels launched on `device` may carry inline PTX (kernels/ptx.py): compiled kernels on an NVIDIA
+    GPU — not under ROCm (whose GPUs torch also calls "cuda"), not in the interpreter, not with
+    NORMKIT_PORTABLE=1."""
+    return device.type == "cuda" and torch.version.hip is None and not interpret() and not portable()
+
+
 def dependent_launch(device: torch.device) -> bool:
-    """Whether the backward's finisher may use programmatic dependent launch on `device`: compiled
-    kernels on a GPU of compute capability 9.0 or newer (`griddepcontrol` is sm_90+ PTX)."""
-    if device.type != "cuda" or interpret():
+    """Whether the backward's finisher may use programmatic dependent launch on `device`: inline PTX allowed
+    (`griddepcontrol` is PTX) on a GPU of compute capability 9.0 or newer."""
+    if not inline_ptx(device):
         return False
     return _cuda_capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
 

@@ -16,8 +16,8 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
-                       multiprocessor_limits, uses_triton)
+from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
+                       multiprocessor_count, multiprocessor_limits, uses_triton)
 from .launch import bind, launch, launch_fitted
 from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
@@ -265,7 +265,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
                        RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
                        CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight,
-                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and not interpret(),
+                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and inline_ptx(x.device),
+                       PTX=inline_ptx(x.device),
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
         if not config.split:
@@ -399,7 +400,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
             EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
-            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and not interpret(),
+            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and inline_ptx(x.device), PTX=inline_ptx(x.device),
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )

@@ -48,7 +48,7 @@ flight a program, not held in registers), and each iteration reads its tile from
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async). config/backward.py says where it wins (2-byte
 rows of 1024 … 8192). The pipeliner declines a loop with a loop nested in it, which a poll loop
-is; split parts wait in inline PTX instead (stats._await_word: each lane spins on its own tagged
+is; split parts wait in inline PTX instead (ptx.await_word: each lane spins on its own tagged
 words), so their row loop pipelines too. Each wait is an L2 round trip in a row block's critical
 path, so everything a part awaits is awaited together, all loads in flight: LayerNorm's Σ(g·h)
 and Σg, and, recomputing, the statistics with them.
@@ -63,12 +63,12 @@ RMSNorm needs no Σg at all (compute_dh), so its whole-row tiles reduce Σ(g·h)
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents
 
 from .backward_split import split_rows
 from .backward_tiles import (block_weight, compute_dh, compute_dh_scaled, dweight_term, row_loop_start, store_dh,
                              take_rows)
 from .convert import upcast
+from .ptx import launch_dependents
 from .stats import merge_tile_stats
 
 
@@ -125,6 +125,7 @@ def norm_bwd_kernel(
     JOIN_STATS: tl.constexpr = False,  # SPLIT > 1, RECOMPUTE_STATS: Σh / Σh² in the tree of Σ(g·h), Σg
     EVEN_COLS: tl.constexpr = False,  # ONE_TILE: every column of the tile (or part) is < N: no column mask
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
+    PTX: tl.constexpr = False,  # NVIDIA GPUs: the split parts' spin wait and rstd load in inline PTX (ptx.py)
 ):
     """One program's rows of the backward (the module docstring's math, docs/design.md#kernel-family)::
 
@@ -134,7 +135,7 @@ def norm_bwd_kernel(
     and its share of dweight = Σ dy·ĥ and dbias = Σ dy, stored as its row of DW_PARTIAL / DB_PARTIAL
     for `sum_partials_kernel` to finish."""
     if LAUNCH_DEPENDENTS:
-        gdc_launch_dependents()
+        launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     if SPLIT > 1:  # a row's columns across a group of programs (docs/design.md#split-rows)
@@ -142,7 +143,7 @@ def norm_bwd_kernel(
                    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, stride_dres_row, stride_dres_col,
                    stride_dx_row, eps, weight_offset, BLOCK_M, BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS,
                    HAS_DRESIDUAL, RECOMPUTE_STATS, COMPUTE_DTYPE, X_HAT_DTYPE, SPLIT, PREFETCH, ASYNC_STAGES,
-                   RELOAD, JOIN_STATS, EVEN_COLS, BF16_PAIRS)
+                   RELOAD, JOIN_STATS, EVEN_COLS, BF16_PAIRS, PTX)
         return
     KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192
     pid = tl.program_id(0)
