@@ -17,7 +17,7 @@ import torch
 from . import config as cfg
 from . import reference
 from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
-                       multiprocessor_count, multiprocessor_limits, uses_triton)
+                       multiprocessor_count, resident_programs, target, uses_triton)
 from .launch import bind, launch, launch_fitted
 from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
@@ -97,8 +97,7 @@ def _resident(kernel, device: torch.device) -> Optional[int]:
     compiled kernel — the interpreter runs one program at a time — so no limit)."""
     if kernel is None:
         return None
-    return cfg.resident_programs(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared,
-                                 *multiprocessor_limits(device))
+    return resident_programs(kernel, device)
 
 
 _STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
@@ -226,7 +225,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                                                        out_element_size=out.element_size(),
                                                        residual_element_size=max(
                                                            (t.element_size() for t in (residual, residual_out)
-                                                            if t is not None), default=0)), m)
+                                                            if t is not None), default=0), device=target(x.device)), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     if config.centered_pass and is_rms_norm:
@@ -361,7 +360,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        # (the check, ~3 µs of host time on a CPU runner, only where
                                        # the tile may stage its loads)
                                        vector_aligned=not cfg.may_stage(n, x.element_size())
-                                       or _vector_aligned(n, x, dy, dx, dresidual_out))
+                                       or _vector_aligned(n, x, dy, dx, dresidual_out), device=target(x.device))
     config = cfg.fit_block_m(picked, m // heads)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too
