@@ -7,10 +7,16 @@ caller (or `python -m normkit` on a machine without a GPU) can still set TRITON_
 CPU tensors (how CI tests them); otherwise CPU tensors take the plain-PyTorch path in
 `normkit.reference`. Interpreted launches round their down-casts to 2-byte floats as the GPU does
 (`rounded_casts`, below).
+
+Also what the launches need to know of a GPU, read once per device: its `config.Device` record (`target`)
+and whether its kernels may carry inline PTX (`inline_ptx`; docs/design.md#heuristics). Two environment
+variables, read once: NORMKIT_PORTABLE=1 compiles the portable Triton in place of every piece of inline PTX
+on NVIDIA GPUs too; NORMKIT_ARCH=generic (or sm90) forces the heuristics' table set.
 """
 
 import functools
 import importlib.util
+import os
 
 import torch
 
@@ -38,27 +44,61 @@ def uses_triton(device: torch.device) -> bool:
 
 
 def multiprocessor_count(device: torch.device) -> int:
-    """SM count of a CUDA device (cached per index: no device query on every call's hot path).
+    """SM (CU) count of a GPU (cached per index: no device query on every call's hot path).
 
     Off CUDA (the interpreter) it answers 4: a few programs exercise the persistent loop of the
     backward without making the interpreter slow.
     """
     if device.type != "cuda":
         return 4
-    return _cuda_multiprocessor_count(device.index if device.index is not None else torch.cuda.current_device())
+    return _device(_index(device)).multiprocessors
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def target(device: torch.device):
+    """The `config.Device` record of a GPU (None off CUDA): what the heuristics read of it (cached per index)."""
+    if device.type != "cuda":
+        return None
+    return _device(_index(device))
 
 
 @functools.lru_cache(maxsize=None)
-def _cuda_multiprocessor_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
+def _device(index: int):
+    from .config.device import from_properties
+
+    return from_properties(torch.cuda.get_device_properties(index), hip=torch.version.hip is not None,
+                           forced_ladder=_environment("NORMKIT_ARCH", ("", "sm90", "generic")))
+
+
+def _environment(name: str, allowed: tuple) -> str:
+    value = os.environ.get(name, "").strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def portable() -> bool:
+    """NORMKIT_PORTABLE=1: no inline PTX on NVIDIA GPUs either (read once: launch plans keep what ran)."""
+    return _environment("NORMKIT_PORTABLE", ("", "0", "1")) == "1"
+
+
+def inline_ptx(device: torch.device) -> bool:
+    """Whether kernels launched on `device` may carry inline PTX (kernels/ptx.py): compiled kernels on an NVIDIA
+    GPU — not under ROCm (whose GPUs torch also calls "cuda"), not in the interpreter, not with
+    NORMKIT_PORTABLE=1."""
+    return device.type == "cuda" and torch.version.hip is None and not interpret() and not portable()
 
 
 def dependent_launch(device: torch.device) -> bool:
-    """Whether the backward's finisher may use programmatic dependent launch on `device`: compiled
-    kernels on a GPU of compute capability 9.0 or newer (`griddepcontrol` is sm_90+ PTX)."""
-    if device.type != "cuda" or interpret():
+    """Whether the backward's finisher may use programmatic dependent launch on `device`: inline PTX allowed
+    (`griddepcontrol` is PTX) on a GPU of compute capability 9.0 or newer."""
+    if not inline_ptx(device):
         return False
-    return _cuda_capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
+    return _cuda_capability(_index(device)) >= (9, 0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,18 +107,15 @@ def _cuda_capability(index: int) -> tuple:
 
 
 def multiprocessor_limits(device: torch.device) -> tuple:
-    """(registers, threads, shared-memory bytes) one multiprocessor of a CUDA device holds — what
-    bounds how many programs of a compiled kernel are resident at once (`config.resident_programs`).
-    Cached per device index."""
-    return _cuda_multiprocessor_limits(device.index if device.index is not None else torch.cuda.current_device())
+    """(registers, threads, shared-memory bytes) one multiprocessor of a GPU holds (cached per device index)."""
+    record = target(device)
+    return record.registers_per_multiprocessor, record.threads_per_multiprocessor, record.shared_per_multiprocessor
 
 
-@functools.lru_cache(maxsize=None)
-def _cuda_multiprocessor_limits(index: int) -> tuple:
-    props = torch.cuda.get_device_properties(index)
-    # (older torch builds lack some fields: the sm_80/sm_90 values stand in)
-    return (getattr(props, "regs_per_multiprocessor", 65536), props.max_threads_per_multi_processor,
-            getattr(props, "shared_memory_per_multiprocessor", 233472))
+def resident_programs(kernel, device: torch.device) -> int:
+    """How many programs of a compiled kernel one multiprocessor of `device` holds at once (registers,
+    threads, shared memory: `config.Device.resident`)."""
+    return target(device).resident(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared)
 
 
 # ---- The interpreter's down-casts (docs/design.md#cpu-path) -----------------------------------------

@@ -17,8 +17,8 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
-                       multiprocessor_limits, uses_triton)
+from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
+                       multiprocessor_count, resident_programs, target, uses_triton)
 from .launch import bind, launch, launch_fitted
 from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
@@ -129,8 +129,7 @@ def _resident(kernel, device: torch.device) -> Optional[int]:
     compiled kernel — the interpreter runs one program at a time — so no limit)."""
     if kernel is None:
         return None
-    return cfg.resident_programs(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared,
-                                 *multiprocessor_limits(device))
+    return resident_programs(kernel, device)
 
 
 _STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
@@ -263,7 +262,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                                                        out_element_size=out.element_size(),
                                                        residual_element_size=max(
                                                            (t.element_size() for t in (residual, residual_out)
-                                                            if t is not None), default=0)), m)
+                                                            if t is not None), default=0), device=target(x.device)), m)
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     _check_gate_config(gate, config)
@@ -303,7 +302,8 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                        STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
                        RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
                        CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight,
-                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and not interpret(),
+                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and inline_ptx(x.device),
+                       PTX=inline_ptx(x.device),
                        num_warps=config.num_warps, num_stages=config.num_stages, **flags,
                        **({"maxnreg": config.max_registers} if config.max_registers else {}))
         if not config.split:
@@ -403,7 +403,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                                        # (the check, ~3 µs of host time on a CPU runner, only where
                                        # the tile may stage its loads)
                                        vector_aligned=not cfg.may_stage(n, x.element_size())
-                                       or _vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate))
+                                       or _vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate), device=target(x.device))
     if gate is not None and config is None:
         picked = _gated_backward_tile(picked)
     config = cfg.fit_block_m(picked, m // heads)
@@ -447,7 +447,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
             JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
             EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
-            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and not interpret(),
+            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and inline_ptx(x.device), PTX=inline_ptx(x.device),
             num_warps=config.num_warps, num_stages=config.num_stages, **flags,
             **({"maxnreg": config.max_registers} if config.max_registers else {}),
         )

@@ -239,6 +239,40 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
     return found
 
 
+# A device's enumeration (`device_picks`): the scenarios that reach every choice of the sm_90 tables and of the
+# generic ladder — both directions, RMSNorm and LayerNorm, fused or not, 2-, 4- and 8-byte x, a 4-byte y or
+# residual beside a 2-byte x, unaligned 2-byte rows, recomputed statistics, and 1, 8 and 64 weight heads.
+DEVICE_HEADS = (1, 8, 64)
+
+
+def device_scenarios(backward: bool):
+    """tile_config's keyword arguments (but n and device) for every scenario of `device_picks`."""
+    for residual, ln, size in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, (2, 4, 8)):
+        common = dict(backward=backward, interpret=False, residual=residual, layer_norm=ln, element_size=size)
+        if not backward:
+            wider = ((0, 0), (4, 0)) + (((0, 4),) if residual else ()) if size == 2 else ((0, 0),)
+            for out_size, residual_size in wider:
+                yield dict(common, heads=1, out_element_size=out_size, residual_element_size=residual_size)
+            continue
+        for heads, aligned, recompute in itertools.product(DEVICE_HEADS, VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS):
+            if aligned or size == 2:
+                yield dict(common, heads=heads, vector_aligned=aligned, recompute=recompute)
+
+
+def device_picks(device: cfg.Device, backward: bool, n_max: int = N_MAX) -> List[Tuple[cfg.TileConfig, dict, int, int]]:
+    """[(config, scenario, smallest N, largest N)]: every tile `tile_config` picks for the device, with each
+    scenario (`device_scenarios`) that picks it and the widths that do."""
+    pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    found: Dict[Tuple[cfg.TileConfig, tuple], Tuple[int, int]] = {}
+    for scenario in device_scenarios(backward):
+        runs = walk(lambda n: pick(n, device=device, **scenario), 1, n_max)
+        for (first, config), (after, _) in zip(runs, runs[1:] + [(n_max + 1, None)]):
+            key = (config, tuple(sorted(scenario.items())))
+            lo, hi = found.get(key, (first, after - 1))
+            found[key] = (min(lo, first), max(hi, after - 1))
+    return [(config, dict(scenario), lo, hi) for (config, scenario), (lo, hi) in found.items()]
+
+
 def describe(config: cfg.TileConfig) -> str:
     mode = ("split_rows" if getattr(config, "split", False) else "one_tile") if config.one_tile else "column_tiles"
     return (f"BLOCK_M={config.block_m} BLOCK_N={config.block_n} {mode} warps={config.num_warps} "

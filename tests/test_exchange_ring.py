@@ -5,7 +5,7 @@ interpreter runs programs one after another), so its safety argument is checked 
 the protocol, every interleaving of a few parts explored: part p at iteration t publishes its word
 of round t into slot t % RING (a relaxed atomic exchange: seen whole or not at all), then waits until
 every part's word in slot (t − LAG) % RING carries round t − LAG's tag, reading each word and its tag
-in one load (`stats._await_word`), so a word once read is the right round's. A part whose awaited word
+in one load (`ptx.await_word`), so a word once read is the right round's. A part whose awaited word
 was overwritten by a partner's later round never sees its tag again: the kernel would hang. LAG is
 how many row blocks a part's wait trails its publish (the kernel's: 1).
 

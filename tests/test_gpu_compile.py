@@ -285,7 +285,7 @@ for family, recompute in (("rms", False), ("fused_add", False), ("layer_norm", F
 
 def test_rms_split_parts_load_rstd_outside_the_pipeliner():
     """sm_90 PTX: RMSNorm's and the fused add's staged split parts read the saved rstd
-    with stats.load_row_stat (a predicated ld.global.nc.f32), not through the pipeliner's shared-memory
+    with ptx.load_row_stat (a predicated ld.global.nc.f32), not through the pipeliner's shared-memory
     stages and their bar.sync; LayerNorm's (whose mean and rstd so lost 5-16 %, H200) keep the
     tl.load, and recomputing parts load no statistic."""
     out = subprocess.run([sys.executable, "-c", _STAT_LOADS], cwd=ROOT, env=_compiler_env(), capture_output=True,

@@ -120,7 +120,8 @@ def cases():
         pointers = {k: (v if not f64 else v.replace("fp32", "fp64")) for k, v in FWD_POINTERS.items()}
         block = dict(BLOCK_M=2, BLOCK_N=4096 if one_tile else 2048, ONE_TILE=one_tile, IS_RMS_NORM=rms,
                      COMPUTE_DTYPE=cdt, X_HAT_DTYPE=FLOAT_TYPES[dtype] if extra else cdt,
-                     BF16_PAIRS=dtype == "bf16")  # the register pairs wherever a bf16 tile may take them
+                     BF16_PAIRS=dtype == "bf16",  # the register pairs wherever a bf16 tile may take them
+                     PTX=True)  # the split parts' spin wait and rstd load in PTX, as launched on NVIDIA GPUs
         yield (f"fwd {dtype} one_tile={one_tile} rms={rms} all_flags={extra}", norm_fwd_kernel, dtype, pointers,
                dict(block, HAS_WEIGHT=True, HAS_BIAS=extra, HAS_RESIDUAL=extra, STORE_RESIDUAL_OUT=extra,
                     STORE_STATS=True), 8)

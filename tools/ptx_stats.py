@@ -29,6 +29,7 @@ import tempfile
 import triton.language as tl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's normkit
 import compile_check as cc  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import ops  # noqa: E402
@@ -44,7 +45,8 @@ def constexprs(kind, family, config, dtype):
     compute = tl.float64 if dtype == "fp64" else tl.float32
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
              HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute,
-             BF16_PAIRS=cfg.takes_pairs(config, backward=kind == "bwd"))  # as ops launches on a GPU
+             BF16_PAIRS=cfg.takes_pairs(config, backward=kind == "bwd"),  # as ops launches on an NVIDIA GPU
+             PTX=True)
     if kind == "fwd":
         # as ops launches them: the offset add for RMSNorm only, LayerNorm's whole rows unmasked (EVEN_ROWS)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,

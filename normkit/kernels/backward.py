@@ -56,7 +56,7 @@ flight a program, not held in registers), and each iteration reads its tile from
 pipelines a loop's plain loads only when the loop itself carries num_stages: the launch option
 alone leaves them as written (ptxas: no cp.async). config/backward.py says where it wins (2-byte
 rows of 1024 … 8192). The pipeliner declines a loop with a loop nested in it, which a poll loop
-is; split parts wait in inline PTX instead (stats._await_word: each lane spins on its own tagged
+is; split parts wait in inline PTX instead (ptx.await_word: each lane spins on its own tagged
 words), so their row loop pipelines too. Each wait is an L2 round trip in a row block's critical
 path, so everything a part awaits is awaited together, all loads in flight: LayerNorm's Σ(g·h)
 and Σg, and, recomputing, the statistics with them.
@@ -71,12 +71,12 @@ RMSNorm needs no Σg at all (compute_dh), so its whole-row tiles reduce Σ(g·h)
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents
 
 from .backward_split import split_rows
 from .backward_tiles import (block_weight, compute_dh, dgate_term, dweight_term, gate_dy, load_row_block,
                              row_loop_start, store_dh, take_rows)
 from .convert import upcast
+from .ptx import launch_dependents
 from .stats import merge_tile_stats
 
 
@@ -143,6 +143,7 @@ def norm_bwd_kernel(
     BF16_PAIRS: tl.constexpr = False,  # GPU: bf16 upcasts a register's pair at a time (convert.upcast)
     HAS_GATE: tl.constexpr = False,  # the forward's y = u·silu(gate): dy·silu(gate) into the norm, and dgate
     U_DTYPE: tl.constexpr = None,  # HAS_GATE: where the forward rounded u = ĥ·(w + weight_offset)
+    PTX: tl.constexpr = False,  # NVIDIA GPUs: the split parts' spin wait and rstd load in inline PTX (ptx.py)
 ):
     """One program's rows of the backward (the module docstring's math, docs/design.md#kernel-family)::
 
@@ -153,7 +154,7 @@ def norm_bwd_kernel(
     for `sum_partials_kernel` to finish. Gated: dy·silu(gate) in place of dy, and dgate = dy·u·silu'(gate)."""
     tl.static_assert(not (HAS_GATE and SPLIT > 1), "split rows take no gate")
     if LAUNCH_DEPENDENTS:
-        gdc_launch_dependents()
+        launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
     weight_offset = tl.full([], weight_offset, COMPUTE_DTYPE)
     if SPLIT > 1:  # a row's columns across a group of programs (docs/design.md#split-rows)
@@ -161,7 +162,7 @@ def norm_bwd_kernel(
                    stride_x_row, stride_x_col, stride_dy_row, stride_dy_col, stride_dres_row, stride_dres_col,
                    stride_dx_row, eps, weight_offset, BLOCK_M, BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS,
                    HAS_DRESIDUAL, RECOMPUTE_STATS, COMPUTE_DTYPE, X_HAT_DTYPE, SPLIT, PREFETCH, ASYNC_STAGES,
-                   RELOAD, JOIN_STATS, EVEN_COLS, BF16_PAIRS)
+                   RELOAD, JOIN_STATS, EVEN_COLS, BF16_PAIRS, PTX)
         return
     KEEP_W: tl.constexpr = PREFETCH or BLOCK_N <= 8192
     pid = tl.program_id(0)

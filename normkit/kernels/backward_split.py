@@ -21,7 +21,8 @@ import triton.language as tl
 from .backward_tiles import (block_weight, compute_dh, compute_dh_scaled, dweight_term, row_loop_start, store_dh,
                              take_rows)
 from .convert import upcast
-from .stats import await_row_sums, load_row_stat, publish_row_sums
+from .ptx import load_row_stat
+from .stats import await_row_sums, publish_row_sums
 
 
 @triton.jit
@@ -44,7 +45,8 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
                IS_RMS_NORM: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
                HAS_DRESIDUAL: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                X_HAT_DTYPE: tl.constexpr, SPLIT: tl.constexpr, PREFETCH: tl.constexpr, ASYNC_STAGES: tl.constexpr,
-               RELOAD: tl.constexpr, JOIN_STATS: tl.constexpr, EVEN_COLS: tl.constexpr, BF16_PAIRS: tl.constexpr):
+               RELOAD: tl.constexpr, JOIN_STATS: tl.constexpr, EVEN_COLS: tl.constexpr, BF16_PAIRS: tl.constexpr,
+               PTX: tl.constexpr):
     """norm_bwd_kernel for SPLIT > 1: the whole backward of one column part, its row blocks in lockstep
     with its group's other parts (this module's docstring). Ends with the part's dweight and dbias
     partials stored, as the whole-row path does."""
@@ -111,14 +113,14 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
         if IS_RMS_NORM and not RECOMPUTE_STATS and ASYNC_STAGES is not None and COMPUTE_DTYPE == tl.float32:
             # rstd in flight with the exchange's words, not staged by the pipeliner behind a barrier of its
             # own (`load_row_stat`): RMSNorm −0.5 to −1.3 %; LayerNorm's mean and rstd so lost 5-16 % (H200)
-            rstd = load_row_stat(RSTD + rows64, row_mask).to(COMPUTE_DTYPE)
+            rstd = load_row_stat(RSTD + rows64, row_mask, PTX).to(COMPUTE_DTYPE)
         elif not RECOMPUTE_STATS:
             rstd = tl.load(RSTD + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
             if not IS_RMS_NORM:
                 mean = tl.load(MEAN + rows64, mask=row_mask, other=0.0).to(COMPUTE_DTYPE)
         sum_gh, sum_g, row_mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM,
                                                       RECOMPUTE_STATS, BLOCK_M, BLOCK_N, SPLIT, COMPUTE_DTYPE,
-                                                      SUM_G=not IS_RMS_NORM)
+                                                      SUM_G=not IS_RMS_NORM, PTX=PTX)
         if RECOMPUTE_STATS:
             mean = row_mean
             rstd = 1.0 / tl.sqrt(var + eps)

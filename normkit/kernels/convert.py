@@ -11,32 +11,23 @@ Where ops asks for it (A/Bs on an H200): the forward's split parts and column ti
 (LayerNorm bf16 8192×32768 318.0 → 306.4 µs, 2048×131072 326.1 → 315.8; its whole rows spilled with
 it) and the backward's whole rows (−0.6 to −0.8 %). Not the backward's split parts: there the pairs
 lost 0.5-1.3 % (RMSNorm 2048×131072 431.9 → 437.5) though their loop shrank 423 → 414 instructions.
-config.takes_pairs says where ops asks for it; every thread must hold an even count (config.holds_pairs).
+config.takes_pairs says where ops asks for it; every thread must hold an even count (config.holds_pairs). The
+conversion is inline PTX (ptx.pairs_to_float32): ops asks for it only where PTX is allowed (`_runtime.inline_ptx`).
 """
 
 import triton
 import triton.language as tl
 
+from .ptx import pairs_to_float32
+
 
 @triton.jit
 def upcast(t, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr):
-    """t in COMPUTE_DTYPE — bitwise `t.to(COMPUTE_DTYPE)`. With BF16_PAIRS (GPU only: inline PTX) a
+    """t in COMPUTE_DTYPE — bitwise `t.to(COMPUTE_DTYPE)`. With BF16_PAIRS (NVIDIA GPUs only: inline PTX) a
     bf16 tile goes to float32 a 32-bit register of two elements at a time, one instruction each."""
     if BF16_PAIRS and t.dtype == tl.bfloat16 and COMPUTE_DTYPE == tl.float32:
-        return _pairs_to_float32(t, True)
+        return pairs_to_float32(t, True)
     return t.to(COMPUTE_DTYPE)
-
-
-@triton.jit
-def _pairs_to_float32(t, PURE: tl.constexpr):
-    """A bf16 or fp16 tile in float32, one 32-bit register of two elements at a time (inline PTX): bf16 a
-    shift and a mask, fp16 two cvt.f32.f16 of the register's halves. PURE lets the compiler move it."""
-    if t.dtype == tl.bfloat16:
-        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
-                                         dtype=tl.float32, is_pure=PURE, pack=2)
-    return tl.inline_asm_elementwise(
-        "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=r,=r,r", [t],
-        dtype=tl.float32, is_pure=PURE, pack=2)
 
 
 @triton.jit
@@ -48,5 +39,5 @@ def upcast_held(t, COMPUTE_DTYPE: tl.constexpr, PAIRS: tl.constexpr):
     1 × 8192 on 4 warps 253 registers, 404 B spilled at 128). bf16 is a shift and a mask (as `upcast`);
     fp16 two cvt.f32.f16 of the register's halves. Bitwise `t.to(COMPUTE_DTYPE)`."""
     if PAIRS and (t.dtype == tl.bfloat16 or t.dtype == tl.float16) and COMPUTE_DTYPE == tl.float32:
-        return _pairs_to_float32(t, False)
+        return pairs_to_float32(t, False)
     return t.to(COMPUTE_DTYPE)

@@ -164,7 +164,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
                 STORE_RESIDUAL_OUT: tl.constexpr, STORE_STATS: tl.constexpr, COMPUTE_DTYPE: tl.constexpr,
                 X_HAT_DTYPE: tl.constexpr, HAS_WEIGHT_OFFSET: tl.constexpr, SPLIT: tl.constexpr,
                 SPLIT_STAGES: tl.constexpr, RELOAD: tl.constexpr, BF16_PAIRS: tl.constexpr = False,
-                HOLD_WEIGHT: tl.constexpr = False):
+                HOLD_WEIGHT: tl.constexpr = False, PTX: tl.constexpr = False):
     """Split rows (SPLIT > 1): the backward's exchange (kernels/backward_split.py, stats.publish_row_sums)
     on the forward. Program p is part p % P of group p // P (P = cdiv(N, BLOCK_N)); a group's parts
     walk the same row blocks in lockstep. Iteration t loads block t's columns of this part (h = x
@@ -216,7 +216,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         row_mask = (rows < M) & (t > 0)
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
-                                         SPLIT, COMPUTE_DTYPE, SUM_G=False, SUM_GH=False)
+                                         SPLIT, COMPUTE_DTYPE, SUM_G=False, SUM_GH=False, PTX=PTX)
         rstd = 1.0 / tl.sqrt(var + eps)
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
@@ -269,6 +269,7 @@ def norm_fwd_kernel(
     HOLD_WEIGHT: tl.constexpr = False,  # SPLIT > 1: the part's weight and bias loaded once, held across row blocks
     HAS_GATE: tl.constexpr = False,  # y = u·silu(gate) (Qwen3-Next's gated norm), SPLIT = 1 only
     U_DTYPE: tl.constexpr = None,  # HAS_GATE: where u = ĥ·(w + weight_offset) is rounded before the gate
+    PTX: tl.constexpr = False,  # NVIDIA GPUs: the split parts' spin wait in inline PTX (ptx.py)
 ):
     """BLOCK_M rows of the forward (the module docstring's math, docs/design.md#kernel-family)::
 
@@ -290,7 +291,7 @@ def norm_fwd_kernel(
                     stride_res_row, stride_res_col, stride_y_row, stride_res_out_row, eps, weight_offset, BLOCK_M,
                     BLOCK_N, IS_RMS_NORM, HAS_WEIGHT, HAS_BIAS, HAS_RESIDUAL, STORE_RESIDUAL_OUT, STORE_STATS,
                     COMPUTE_DTYPE, X_HAT_DTYPE, HAS_WEIGHT_OFFSET, SPLIT, SPLIT_STAGES, RELOAD, BF16_PAIRS,
-                    HOLD_WEIGHT)
+                    HOLD_WEIGHT, PTX)
         return
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_mask = (rows < M) | EVEN_ROWS

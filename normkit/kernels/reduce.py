@@ -10,14 +10,15 @@ the order of the additions depends only on (G, BLOCK_G): bitwise reproducible, n
 result is cast to the parameter's dtype on store.
 
 USE_PDL (sm_90+): launched as a programmatic dependent of the backward kernel, whose programs
-signal `gdc_launch_dependents` as they start; this kernel's programs can then be placed on SMs as
-the backward's programs exit, and `gdc_wait` holds them until the backward grid has completed and
+signal `ptx.launch_dependents` as they start; this kernel's programs can then be placed on SMs as
+the backward's programs exit, and `ptx.wait_for_primary` holds them until the backward grid has completed and
 its partial rows are visible — the launch latency overlaps the backward's tail.
 """
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_wait
+
+from .ptx import wait_for_primary
 
 
 @triton.jit
@@ -33,7 +34,7 @@ def sum_partials_kernel(
     grid column, OUT2[n] = Σ_{p < G} PARTIAL[1, p, n] (dbias), added BLOCK_G rows at a time in a fixed
     order (docs/design.md#finisher)."""
     if USE_PDL:
-        gdc_wait()
+        wait_for_primary()
     which = tl.program_id(1)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N

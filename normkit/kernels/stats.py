@@ -1,9 +1,11 @@
 """Row statistics: for rows walked in column tiles (`merge_tile_stats`, forward and backward) and
 for rows split across programs (`publish_row_sums` / `await_row_sums`, forward and backward: each part
-spins on its partners' tagged words)."""
+spins on its partners' tagged words, in PTX or portable Triton: ptx.py)."""
 
 import triton
 import triton.language as tl
+
+from .ptx import await_four_words, await_two_words, await_word
 
 
 @triton.jit
@@ -59,83 +61,16 @@ def _value(word, low, COMPUTE_DTYPE: tl.constexpr):
     return (word & low_bits).to(tl.int32).to(tl.float32, bitcast=True).to(COMPUTE_DTYPE)
 
 
-def _spin_ptx(words: int) -> str:
-    """The PTX of the spin wait (`_await_word`, `_await_two_words`, `_await_four_words`) for `words`
-    words a lane, every load in flight each round: outputs $0 … $(words − 1), their addresses next,
-    then the tag and the enabled flag."""
-    tag, enabled = 2 * words, 2 * words + 1
-    lines = [".reg .pred p;", ".reg .b32 lo, hi;", *(f"mov.b64 ${i}, 0;" for i in range(words)),
-             f"setp.eq.s32 p, ${enabled}, 0;", "@p bra DONE;", "SPIN:",
-             *(f"ld.relaxed.gpu.global.b64 ${i}, [${words + i}];" for i in range(words))]
-    for i in range(words):
-        lines += [f"mov.b64 {{lo, hi}}, ${i};",
-                  f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
-    lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
-    return "{" + "".join("\n        " + line for line in lines + ["}"])
-
-
-_SPIN_ONE = tl.constexpr(_spin_ptx(1))
-_SPIN_TWO = tl.constexpr(_spin_ptx(2))
-_SPIN_FOUR = tl.constexpr(_spin_ptx(4))
-
-
 @triton.jit
-def _await_word(ptr, tag, enabled):
-    """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0), each lane
-    spinning on relaxed loads in PTX on its own: the kernel's IR has no loop and no block-wide
-    count of late words (labels in a PTX block are local to it, so each copy has its own). 64 ns
-    of nanosleep (sm_70+) between reads: 0-200 ns timed alike on an H200, 600 ns up to 6 % slower."""
-    return tl.inline_asm_elementwise(_SPIN_ONE, "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64, is_pure=False,
-                                     pack=1)
-
-
-@triton.jit
-def load_row_stat(ptr, mask):
-    """A saved float32 statistic of each row (RMSNorm's split parts' rstd: LayerNorm's mean and rstd so
-    read lost 5-16 %), 0.0 where `mask` is off, read with `ld.global.nc` in inline PTX: no tl.load,
-    so Triton's software pipeliner leaves it out of the staged row loop's shared-memory stages (where
-    it cost a bar.sync of its own every row block: the staged split parts' largest barrier stall in
-    Nsight Compute's source counters). GPU only."""
-    tl.static_assert(ptr.dtype.element_ty == tl.float32, "load_row_stat reads float32 statistics")
-    return tl.inline_asm_elementwise(
-        """{
-        .reg .pred p;
-        setp.ne.s32 p, $2, 0;
-        mov.f32 $0, 0f00000000;
-        @p ld.global.nc.f32 $0, [$1];
-        }""", "=f,l,r", [ptr, mask.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
-
-
-
-
-@triton.jit
-def _await_two_words(ptr, other, tag, enabled):
-    """`_await_word` for the words at ptr and at other at once (the pair of each lane): both loads in
-    flight each round, so one L2 round trip, not two in a row, once both have arrived — LayerNorm's
-    Σ(g·h) and Σg (backward), its M2 and mean (forward), the recomputing RMSNorm's Σ(g·h) and Σh², a
-    float64's two halves."""
-    return tl.inline_asm_elementwise(_SPIN_TWO, "=l,=l,l,l,r,r", [ptr, other, tag, enabled],
-                                     dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
-
-
-@triton.jit
-def _await_four_words(a, b, c, d, tag, enabled):
-    """`_await_two_words` for four words a lane (one L2 round trip once all have arrived) — the
-    recomputing LayerNorm backward's Σ(g·h), Σg, M2 and mean, or a float64's two pairs of halves."""
-    return tl.inline_asm_elementwise(_SPIN_FOUR, "=l,=l,=l,=l,l,l,l,l,r,r", [a, b, c, d, tag, enabled],
-                                     dtype=(tl.int64, tl.int64, tl.int64, tl.int64), is_pure=False, pack=1)
-
-
-@triton.jit
-def _take_one(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
-    """The payload of the tagged words at ptr (`_send`) once they carry `tag` (`_await_word`; a
-    float64's two halves together, `_await_two_words`); masked lanes read 0."""
+def _take_one(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, PTX: tl.constexpr):
+    """The payload of the tagged words at ptr (`_send`) once they carry `tag` (`ptx.await_word`; a
+    float64's two halves together, `ptx.await_two_words`); masked lanes read 0."""
     tags = tl.zeros(ptr.shape, tl.int32) + tag
     enabled = mask.to(tl.int32)
-    if COMPUTE_DTYPE == tl.float64:  # both halves awaited at once (`_await_two_words`: one round trip)
-        word, low = _await_two_words(ptr, ptr + SPAN, tags, enabled)
+    if COMPUTE_DTYPE == tl.float64:  # both halves awaited at once (`await_two_words`: one round trip)
+        word, low = await_two_words(ptr, ptr + SPAN, tags, enabled, PTX)
     else:
-        word = _await_word(ptr, tags, enabled)
+        word = await_word(ptr, tags, enabled, PTX)
         low = word
     return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0)
 
@@ -193,15 +128,15 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
 
 
 @triton.jit
-def _take_two(ptr, other, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+def _take_two(ptr, other, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, PTX: tl.constexpr):
     """The payloads of the tagged words at ptr and at other once both carry `tag`, in one round trip
-    (`_await_two_words`; a float64's four halves, `_await_four_words`); masked lanes read 0."""
+    (`ptx.await_two_words`; a float64's four halves, `ptx.await_four_words`); masked lanes read 0."""
     tags = tl.zeros(ptr.shape, tl.int32) + tag
     if COMPUTE_DTYPE == tl.float64:
-        word, low, word_other, low_other = _await_four_words(ptr, ptr + SPAN, other, other + SPAN, tags,
-                                                             mask.to(tl.int32))
+        word, low, word_other, low_other = await_four_words(ptr, ptr + SPAN, other, other + SPAN, tags,
+                                                            mask.to(tl.int32), PTX)
     else:
-        word, word_other = _await_two_words(ptr, other, tags, mask.to(tl.int32))
+        word, word_other = await_two_words(ptr, other, tags, mask.to(tl.int32), PTX)
         low = word
         low_other = word_other
     return (tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0),
@@ -209,15 +144,15 @@ def _take_two(ptr, other, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.const
 
 
 @triton.jit
-def _take_four(a, b, c, d, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr):
+def _take_four(a, b, c, d, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, PTX: tl.constexpr):
     """The payloads of four quantities' tagged words once all carry `tag`: one round trip
-    (`_await_four_words`), two for float64 (its eight halves as two `_take_two`)."""
+    (`ptx.await_four_words`), two for float64 (its eight halves as two `_take_two`)."""
     if COMPUTE_DTYPE == tl.float64:
-        value_a, value_b = _take_two(a, b, mask, tag, SPAN, COMPUTE_DTYPE)
-        value_c, value_d = _take_two(c, d, mask, tag, SPAN, COMPUTE_DTYPE)
+        value_a, value_b = _take_two(a, b, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
+        value_c, value_d = _take_two(c, d, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     else:
-        word_a, word_b, word_c, word_d = _await_four_words(a, b, c, d, tl.zeros(a.shape, tl.int32) + tag,
-                                                           mask.to(tl.int32))
+        word_a, word_b, word_c, word_d = await_four_words(a, b, c, d, tl.zeros(a.shape, tl.int32) + tag,
+                                                          mask.to(tl.int32), PTX)
         value_a = tl.where(mask, _value(word_a, word_a, COMPUTE_DTYPE), 0.0)
         value_b = tl.where(mask, _value(word_b, word_b, COMPUTE_DTYPE), 0.0)
         value_c = tl.where(mask, _value(word_c, word_c, COMPUTE_DTYPE), 0.0)
@@ -227,7 +162,7 @@ def _take_four(a, b, c, d, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.cons
 
 @triton.jit
 def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, SPAN: tl.constexpr,
-                COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr, SUM_GH: tl.constexpr):
+                COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr, SUM_GH: tl.constexpr, PTX: tl.constexpr):
     """The (SPLIT, BLOCK_M) tiles of a slot's four quantities (unused ones 0) once every word read is
     this round's. Everything a part reads is awaited in ONE wait, all its loads in flight: one L2 round
     trip a row block (two for float64's recomputing LayerNorm backward), where waits one after another
@@ -243,22 +178,22 @@ def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.
     s1 = tl.zeros_like(sum_gh)
     s2 = tl.zeros_like(sum_gh)
     if SUM_GH and SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's recomputing backward
-        sum_gh, sum_g, s2, s1 = _take_four(gh, g, m2, m1, mask, tag, SPAN, COMPUTE_DTYPE)
+        sum_gh, sum_g, s2, s1 = _take_four(gh, g, m2, m1, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     elif SUM_GH and SUM_G and not RECOMPUTE_STATS:  # LayerNorm's backward
-        sum_gh, sum_g = _take_two(gh, g, mask, tag, SPAN, COMPUTE_DTYPE)
+        sum_gh, sum_g = _take_two(gh, g, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     elif SUM_GH and not SUM_G and RECOMPUTE_STATS and IS_RMS_NORM:  # RMSNorm's recomputing backward
-        sum_gh, s2 = _take_two(gh, m2, mask, tag, SPAN, COMPUTE_DTYPE)
+        sum_gh, s2 = _take_two(gh, m2, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     elif not SUM_GH and not SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's forward
-        s2, s1 = _take_two(m2, m1, mask, tag, SPAN, COMPUTE_DTYPE)
+        s2, s1 = _take_two(m2, m1, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     else:  # one quantity (RMSNorm's backward Σ(g·h), its forward Σh²); any other set, one wait each
         if SUM_GH:
-            sum_gh = _take_one(gh, mask, tag, SPAN, COMPUTE_DTYPE)
+            sum_gh = _take_one(gh, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
         if SUM_G:
-            sum_g = _take_one(g, mask, tag, SPAN, COMPUTE_DTYPE)
+            sum_g = _take_one(g, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
         if RECOMPUTE_STATS:
-            s2 = _take_one(m2, mask, tag, SPAN, COMPUTE_DTYPE)
+            s2 = _take_one(m2, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
             if not IS_RMS_NORM:
-                s1 = _take_one(m1, mask, tag, SPAN, COMPUTE_DTYPE)
+                s1 = _take_one(m1, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     return sum_gh, sum_g, s1, s2
 
 
@@ -266,15 +201,15 @@ def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.
 def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
                    RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
-                   SUM_GH: tl.constexpr = True):
+                   SUM_GH: tl.constexpr = True, PTX: tl.constexpr = False):
     """Whole-row (Σ(g·h), Σg, mean, var) of the group's `iteration`-th row block: read the slot
     until every partner's words carry this round's tag, then reduce the `parts` partial sums in one
     fixed order, so every part gets the same bits. iteration = −1 waits for nothing (zeros).
-    The wait: each lane spins on its own words in PTX (`_await_word`, `_await_slot`: all of them in one wait) —
-    no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late words reduced
-    across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (what a poll loop
-    here once did: docs/design.md#tried-and-rejected). SUM_G / SUM_GH: as `publish_row_sums` sent
-    them (Σg / Σ(g·h) 0 without)::
+    The wait, with PTX: each lane spins on its own words in PTX (`ptx.await_word`, `_await_slot`: all of them in
+    one wait) — no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late
+    words reduced across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (what
+    a poll loop here once did: docs/design.md#tried-and-rejected). Without: ptx.py's portable loop, whose count
+    is the same in every thread. SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
     """
@@ -284,7 +219,7 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
     sum_gh, sum_g, s1, s2 = _await_slot(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
-                                        SUM_GH)
+                                        SUM_GH, PTX)
     sum_gh = tl.sum(sum_gh, axis=0)
     if SUM_G:
         sum_g = tl.sum(sum_g, axis=0)

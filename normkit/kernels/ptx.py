@@ -1,0 +1,186 @@
+"""Every piece of inline PTX in normkit, each beside the portable Triton it stands in for (docs/design.md#heuristics).
+
+A kernel reaches PTX only through this module, and only where its launch says the target is an NVIDIA GPU: the
+`PTX` constexpr (the split parts' spin wait and statistic load), `BF16_PAIRS` (register-pair upcasts) and the
+programmatic-dependent-launch flags (`LAUNCH_DEPENDENTS`, `USE_PDL`). ops sets them from
+`_runtime.inline_ptx` — True on CUDA devices of an NVIDIA build of torch, False under ROCm, in the interpreter
+and with NORMKIT_PORTABLE=1 — so AMD GPUs and tests of the portable path compile Triton alone.
+tests/test_portability.py checks that no other module holds inline assembly.
+"""
+
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+# Pads a spin wait's tile of late words to this many lanes before the loop's decision is reduced: the most
+# threads a program has on either vendor (32 warps of 32, 16 wavefronts of 64), so no thread holds a replica
+# of another's word and every thread's view counts in the reduction (`_any_late`).
+_MAX_THREADS = tl.constexpr(1024)
+
+
+# ---- the split parts' spin wait (stats.await_row_sums; docs/design.md#split-rows) ----
+
+def _spin_ptx(words: int) -> str:
+    """The PTX of the spin wait (`await_word`, `await_two_words`, `await_four_words`) for `words`
+    words a lane, every load in flight each round: outputs $0 … $(words − 1), their addresses next,
+    then the tag and the enabled flag."""
+    tag, enabled = 2 * words, 2 * words + 1
+    lines = [".reg .pred p;", ".reg .b32 lo, hi;", *(f"mov.b64 ${i}, 0;" for i in range(words)),
+             f"setp.eq.s32 p, ${enabled}, 0;", "@p bra DONE;", "SPIN:",
+             *(f"ld.relaxed.gpu.global.b64 ${i}, [${words + i}];" for i in range(words))]
+    for i in range(words):
+        lines += [f"mov.b64 {{lo, hi}}, ${i};",
+                  f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
+    lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
+    return "{" + "".join("\n        " + line for line in lines + ["}"])
+
+
+_SPIN_ONE = tl.constexpr(_spin_ptx(1))
+_SPIN_TWO = tl.constexpr(_spin_ptx(2))
+_SPIN_FOUR = tl.constexpr(_spin_ptx(4))
+
+
+@triton.jit
+def await_word(ptr, tag, enabled, PTX: tl.constexpr):
+    """The 64-bit word at ptr once its high half is `tag` (0 where `enabled` is 0).
+
+    PTX: each lane spins on relaxed loads on its own: the kernel's IR has no loop (Triton's pipeliner can
+    still stage the row loop) and no block-wide count of late words (labels in a PTX block are local to it, so
+    each copy has its own). 64 ns of nanosleep (sm_70+) between reads: 0-200 ns timed alike on an H200, 600 ns
+    up to 6 % slower. Portable: `_spin`'s loop."""
+    if PTX:
+        word = tl.inline_asm_elementwise(_SPIN_ONE, "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64,
+                                         is_pure=False, pack=1)
+    else:
+        word, _, _, _ = _spin(ptr, ptr, ptr, ptr, tag, enabled, 1)
+    return word
+
+
+@triton.jit
+def await_two_words(ptr, other, tag, enabled, PTX: tl.constexpr):
+    """`await_word` for the words at ptr and at other at once (the pair of each lane): both loads in
+    flight each round, so one L2 round trip, not two in a row, once both have arrived — LayerNorm's
+    Σ(g·h) and Σg (backward), its M2 and mean (forward), the recomputing RMSNorm's Σ(g·h) and Σh², a
+    float64's two halves."""
+    if PTX:
+        a, b = tl.inline_asm_elementwise(_SPIN_TWO, "=l,=l,l,l,r,r", [ptr, other, tag, enabled],
+                                         dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
+    else:
+        a, b, _, _ = _spin(ptr, other, ptr, ptr, tag, enabled, 2)
+    return a, b
+
+
+@triton.jit
+def await_four_words(a, b, c, d, tag, enabled, PTX: tl.constexpr):
+    """`await_two_words` for four words a lane (one L2 round trip once all have arrived) — the
+    recomputing LayerNorm backward's Σ(g·h), Σg, M2 and mean, or a float64's two pairs of halves."""
+    if PTX:
+        word_a, word_b, word_c, word_d = tl.inline_asm_elementwise(
+            _SPIN_FOUR, "=l,=l,=l,=l,l,l,l,l,r,r", [a, b, c, d, tag, enabled],
+            dtype=(tl.int64, tl.int64, tl.int64, tl.int64), is_pure=False, pack=1)
+    else:
+        word_a, word_b, word_c, word_d = _spin(a, b, c, d, tag, enabled, 4)
+    return word_a, word_b, word_c, word_d
+
+
+@triton.jit
+def _late(ptr, tag, on):
+    """Which words at ptr do not carry `tag` yet where `on`, read by volatile loads (past L1, as the PTX's
+    relaxed loads)."""
+    return on & ((tl.load(ptr, mask=on, other=0, volatile=True) >> 32).to(tl.int32) != tag)
+
+
+@triton.jit
+def _read(ptr, on):
+    return tl.load(ptr, mask=on, other=0, volatile=True)
+
+
+@triton.jit
+def _any_late(late):
+    """1 where any thread of the program saw a late word, else 0 — the same answer in every thread. A small tile
+    of words is replicated across threads, each replica loaded on its own, and a reduction of such a tile
+    reduces each replica apart: threads of one warp could leave the loop at different rounds and split the warp
+    inside the next shuffle (the hang docs/design.md#split-rows describes). Broadcast over a padding axis up to
+    _MAX_THREADS elements, the tile has no replicas left, and its reduction takes every thread's view."""
+    ROWS: tl.constexpr = late.shape[0]
+    COLS: tl.constexpr = late.shape[1]
+    PAD: tl.constexpr = max(1, _MAX_THREADS // (ROWS * COLS))
+    wide = late.to(tl.int32)[:, :, None] + tl.zeros([ROWS, COLS, PAD], tl.int32)
+    return tl.max(tl.reshape(wide, [ROWS * COLS * PAD]), axis=0)
+
+
+@triton.jit
+def _spin(a, b, c, d, tag, enabled, WORDS: tl.constexpr):
+    """The portable spin wait on WORDS (1, 2 or 4) words a lane: rounds of volatile loads of every word until no
+    thread sees a late one (`_any_late`: the loop's condition is the same in every thread), then the words read
+    once more for the caller — Triton may read a word again in another layout for its uses, so the values a
+    round checked are not the ones returned (two L2 round trips a wait, where the PTX takes one)."""
+    on = enabled != 0
+    late = 1
+    while late > 0:
+        seen = _late(a, tag, on)
+        if WORDS > 1:
+            seen = seen | _late(b, tag, on)
+        if WORDS > 2:
+            seen = seen | _late(c, tag, on) | _late(d, tag, on)
+        late = _any_late(seen)
+    word_a = _read(a, on)
+    word_b = word_a
+    word_c = word_a
+    word_d = word_a
+    if WORDS > 1:
+        word_b = _read(b, on)
+    if WORDS > 2:
+        word_c = _read(c, on)
+        word_d = _read(d, on)
+    return word_a, word_b, word_c, word_d
+
+
+@triton.jit
+def load_row_stat(ptr, mask, PTX: tl.constexpr):
+    """A saved float32 statistic of each row (RMSNorm's split parts' rstd: LayerNorm's mean and rstd so
+    read lost 5-16 %), 0.0 where `mask` is off. PTX: `ld.global.nc` in inline asm — no tl.load, so Triton's
+    software pipeliner leaves it out of the staged row loop's shared-memory stages (where it cost a bar.sync of
+    its own every row block: the staged split parts' largest barrier stall in Nsight Compute's source
+    counters). Portable: a plain load."""
+    tl.static_assert(ptr.dtype.element_ty == tl.float32, "load_row_stat reads float32 statistics")
+    if PTX:
+        value = tl.inline_asm_elementwise(
+            """{
+        .reg .pred p;
+        setp.ne.s32 p, $2, 0;
+        mov.f32 $0, 0f00000000;
+        @p ld.global.nc.f32 $0, [$1];
+        }""", "=f,l,r", [ptr, mask.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
+    else:
+        value = tl.load(ptr, mask=mask, other=0.0)
+    return value
+
+
+# ---- register-pair upcasts (convert.py; the launch asks for them with BF16_PAIRS only where PTX is allowed) ----
+
+@triton.jit
+def pairs_to_float32(t, PURE: tl.constexpr):
+    """A bf16 or fp16 tile in float32, one 32-bit register of two elements at a time (PTX): bf16 a shift and a
+    mask, fp16 two cvt.f32.f16 of the register's halves. PURE lets the compiler move it. The portable form is
+    `t.to(tl.float32)` (convert.upcast without BF16_PAIRS), bitwise the same."""
+    if t.dtype == tl.bfloat16:
+        return tl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [t],
+                                         dtype=tl.float32, is_pure=PURE, pack=2)
+    return tl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=r,=r,r", [t],
+        dtype=tl.float32, is_pure=PURE, pack=2)
+
+
+# ---- programmatic dependent launch (sm_90+ griddepcontrol; docs/design.md#finisher) ----
+
+@triton.jit
+def launch_dependents():
+    """Let the next kernel's programs launch once every program of this one has called this (sm_90+)."""
+    gdc_launch_dependents()
+
+
+@triton.jit
+def wait_for_primary():
+    """Wait until the kernel this one depends on has completed and its writes are visible (sm_90+)."""
+    gdc_wait()

@@ -1,0 +1,133 @@
+"""Beyond the H200 (docs/design.md#heuristics): inline PTX only in kernels/ptx.py and only where a launch allows
+it, the Device record read from torch's properties, the generic ladder's picks within every target's limits, a
+clear error on a device normkit has no tile for."""
+
+import dataclasses
+import pathlib
+import re
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from normkit import _runtime
+from normkit import config as cfg
+from tests.config_cases import device_picks
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GATED = ROOT / "normkit" / "kernels" / "ptx.py"
+
+
+def test_inline_assembly_lives_only_in_the_gated_module():
+    """Every inline_asm_elementwise and every use of Triton's CUDA-only extras (griddepcontrol) is in
+    kernels/ptx.py, behind the constexprs the launch sets on NVIDIA GPUs only."""
+    found = []
+    for path in sorted((ROOT / "normkit").rglob("*.py")):
+        text = path.read_text()
+        for pattern in ("inline_asm", "language.extra.cuda", "gdc_wait", "gdc_launch_dependents"):
+            if pattern in text and path != GATED:
+                found.append(f"{path.relative_to(ROOT)}: {pattern}")
+    assert not found, found
+    assert "inline_asm_elementwise" in GATED.read_text()  # (the scan looks at the right files)
+
+
+def test_the_gated_module_takes_triton_wherever_ptx_is_off():
+    """In ptx.py every inline asm sits in a branch of a constexpr (PTX, or the caller's BF16_PAIRS / USE_PDL /
+    LAUNCH_DEPENDENTS): each function holding one has a portable branch or is reached only through such a flag."""
+    text = GATED.read_text()
+    functions = re.split(r"\n@triton\.jit\n", text)[1:]
+    with_asm = [f.split("(")[0].replace("def ", "") for f in functions if "inline_asm_elementwise" in f]
+    assert sorted(with_asm) == ["await_four_words", "await_two_words", "await_word", "load_row_stat",
+                                "pairs_to_float32"]
+    for function in functions:
+        name = function.split("(")[0].replace("def ", "")
+        if name in with_asm and name != "pairs_to_float32":  # (convert.upcast's BF16_PAIRS chooses it)
+            assert "PTX: tl.constexpr" in function and "    if PTX:" in function and "    else:" in function, name
+
+
+def _props(**overrides):
+    """torch.cuda.get_device_properties of an A100, with `overrides`."""
+    fields = dict(multi_processor_count=108, shared_memory_per_block_optin=166912,
+                  shared_memory_per_multiprocessor=167936, regs_per_multiprocessor=65536,
+                  max_threads_per_multi_processor=2048, warp_size=32, L2_cache_size=40 << 20,
+                  max_threads_per_block=1024, major=8, minor=0)
+    return SimpleNamespace(**{**fields, **overrides})
+
+
+def test_the_device_record_comes_from_torchs_properties():
+    a100 = cfg.device.from_properties(_props(), hip=False)
+    assert a100 == cfg.KNOWN_DEVICES["sm80"] and a100.ladder == "generic" and a100.vendor == "nvidia"
+    h100 = cfg.device.from_properties(_props(major=9, multi_processor_count=132), hip=False)
+    assert h100.arch == "sm90" and h100.ladder == "sm90"
+    assert cfg.device.forced(h100, "generic").ladder == "generic"
+    mi300 = cfg.device.from_properties(_props(gcnArchName="gfx942:sramecc+:xnack-", warp_size=64,
+                                              shared_memory_per_block_optin=65536), hip=True)
+    assert (mi300.arch, mi300.vendor, mi300.ladder, mi300.max_warps) == ("gfx942", "amd", "generic", 16)
+    with pytest.raises(ValueError, match="NORMKIT_ARCH names a table set"):
+        cfg.device.forced(h100, "sm80")
+
+
+def test_environment_switches_are_checked(monkeypatch):
+    _runtime.portable.cache_clear()
+    try:
+        monkeypatch.setenv("NORMKIT_PORTABLE", "yes")
+        with pytest.raises(ValueError, match="NORMKIT_PORTABLE must be one of"):
+            _runtime.portable()
+        _runtime.portable.cache_clear()
+        monkeypatch.setenv("NORMKIT_PORTABLE", "1")
+        assert _runtime.portable() and not _runtime.inline_ptx(torch.device("cuda", 0))
+    finally:
+        _runtime.portable.cache_clear()
+    monkeypatch.setenv("NORMKIT_ARCH", "sm100")
+    with pytest.raises(ValueError, match="NORMKIT_ARCH must be one of"):
+        _runtime._environment("NORMKIT_ARCH", ("", "sm90", "generic"))
+    assert not _runtime.inline_ptx(torch.device("cpu"))  # the interpreter never takes PTX
+
+
+@pytest.mark.parametrize("name", ["sm80", "sm89", "sm100", "gfx942", "gfx950"])
+@pytest.mark.parametrize("backward", [False, True])
+def test_every_generic_pick_fits_its_device(name, backward):
+    """The generic ladder (every target but sm_90): each pick within the device's threads a program, within its
+    shared memory and a conservative 48 KB (NVIDIA) / 64 KB (AMD LDS) by config.shared_bytes' bound, no staged
+    loads and no register caps, and split rows only on NVIDIA GPUs where every part of every head of the widest
+    row that picks it gets a multiprocessor."""
+    device = cfg.KNOWN_DEVICES[name]
+    assert device.ladder == "generic"
+    picks = device_picks(device, backward)
+    assert picks
+    budget = min(device.shared_per_block, 48 << 10 if device.vendor == "nvidia" else 64 << 10)
+    for config, scenario, lo, hi in picks:
+        problem = cfg.Problem(hi, heads=scenario["heads"], residual=scenario["residual"],
+                              layer_norm=scenario["layer_norm"], x_bytes=scenario["element_size"])
+        where = (config, scenario, lo, hi)
+        assert config.num_warps * device.warp_size <= device.threads_per_block, where
+        assert cfg.shared_bytes(config, problem, backward) <= budget, where
+        assert not (config.async_stages or config.column_stages or config.max_registers), where
+        if config.split:
+            assert device.vendor == "nvidia", where
+            assert cfg.cdiv(hi, config.block_n) * scenario["heads"] <= device.multiprocessors, where
+            assert config.num_warps * device.warp_size <= device.threads_per_multiprocessor, where
+
+
+def test_the_sm90_tables_are_the_h200s():
+    """On sm_90 the record reads the H200's tables: the same picks as without a device (tests/test_config.py)."""
+    h200, pick = cfg.KNOWN_DEVICES["sm90"], getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    for n in (128, 1000, 4096, 16384, 32768, 100000, 262144):
+        for backward in (False, True):
+            assert pick(n, backward, False, device=h200) == pick(n, backward, False, multiprocessors=132), n
+
+
+def test_a_device_without_a_tile_gets_a_clear_error():
+    """A GPU with too little shared memory for a row's narrowest tile: a ValueError that names the device and
+    what is missing, before anything is compiled; narrower rows still get a tile (fewer rows a tile). The sm_90
+    tables forced onto a smaller GPU fall back to the generic ladder."""
+    tiny = dataclasses.replace(cfg.KNOWN_DEVICES["sm80"], arch="sm70", shared_per_block=2048)
+    pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    assert pick(128, True, False, device=tiny).block_m * 128 * 4 <= 2048
+    with pytest.raises(ValueError, match=r"no tile for rows of 4096 on sm70: .* shared memory .* offers 2048"):
+        pick(4096, True, False, device=tiny)
+    forced = cfg.device.forced(cfg.KNOWN_DEVICES["gfx942"], "sm90")
+    staged = pick(4096, True, False, device=cfg.KNOWN_DEVICES["sm90"])
+    assert staged.async_stages and not pick(4096, True, False, device=forced).async_stages
+    narrow = dataclasses.replace(cfg.KNOWN_DEVICES["gfx942"], threads_per_block=256)
+    assert pick(16384, False, False, device=narrow).num_warps * 64 <= 256
