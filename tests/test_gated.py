@@ -400,3 +400,16 @@ def test_tiny_qwen3_next_model_trains_like_stock(device):
     torch.testing.assert_close(loss, loss_ref, rtol=1e-5, atol=1e-6)
     for (name, _), a, b in zip(model.named_parameters(), grads, grads_ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_a_gate_never_takes_split_rows_even_when_the_device_would_split():
+    """The gated norm asks the heuristics with 0 multiprocessors so no row splits; a device record
+    must not replace that 0 with its SM count (an H200 split gated bf16 4096×16384's backward, which
+    the gated kernels refuse)."""
+    from normkit import config as cfg
+
+    h200 = cfg.KNOWN_DEVICES["sm90"]
+    pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    ungated = pick(16384, True, False, device=h200, element_size=2)
+    gated = pick(16384, True, False, multiprocessors=0, device=h200, element_size=2)
+    assert ungated.split and not gated.split

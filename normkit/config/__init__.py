@@ -43,7 +43,7 @@ _ELEMENT_SIZES = (2, 4, 8)  # bf16 / fp16, fp32, fp64
 
 
 @functools.lru_cache(maxsize=None)
-def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: int = 0,
+def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multiprocessors: Optional[int] = None,
                 residual: bool = False, layer_norm: bool = False, element_size: int = 2,
                 vector_aligned: bool = True, out_element_size: int = 0, recompute: bool = False,
                 residual_element_size: int = 0, device: Optional[Device] = None) -> TileConfig:
@@ -60,7 +60,7 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
         elements, unit column strides, 16-byte aligned pointers); staging in shared memory needs it.
     recompute: the backward recomputes the statistics (no saved mean / rstd).
     device: the GPU (`_runtime.target`): its ladder picks the tables — the H200's (sm_90) or the generic
-        ladder's — and multiprocessors defaults to its count. None: the sm_90 tables with `multiprocessors`.
+        ladder's — and multiprocessors, when None, is its count. None: the sm_90 tables with `multiprocessors`.
     """
     sizes = {"element_size": element_size, "out_element_size": out_element_size or element_size,
              "residual_element_size": residual_element_size or element_size}
@@ -71,8 +71,8 @@ def tile_config(n: int, backward: bool, interpret: bool, heads: int = 1, multipr
     if interpret:
         block_n = min(whole, INTERPRET_TILE_ELEMENTS)
         return TileConfig(block_m=max(1, INTERPRET_TILE_ELEMENTS // block_n), block_n=block_n, one_tile=block_n >= n)
-    if device is not None and not multiprocessors:
-        multiprocessors = device.multiprocessors
+    if multiprocessors is None:  # (0 is an answer: no row is split, e.g. a gated norm's)
+        multiprocessors = device.multiprocessors if device is not None else 0
     problem = Problem(n, heads, multiprocessors, residual, layer_norm, element_size, sizes["out_element_size"],
                       sizes["residual_element_size"], vector_aligned, recompute)
     if device is not None and device.ladder == "generic":
