@@ -66,8 +66,15 @@ def _gated_backward_tile(config: cfg.TileConfig) -> cfg.TileConfig:
     rows of inputs (h, dy, gate) where the ungated holds two; ptxas (sm_90, the tiles as launched)
     counts bf16 16 × 128 on 1 warp 255 registers and a spill → 8 × 128 168 (ungated 133), 2 × 2048 255 →
     1 × 2048 157 (168), fp32 32 × 128 6048 B spilled → 16 × 128 none. Counted, not yet timed on an H200."""
+    if config.one_tile and config.block_n > 8192:
+        return _GATED_WIDE_BACKWARD
     return dataclasses.replace(config, block_m=config.block_m // 2) if config.one_tile and config.block_m > 1 \
         else config
+
+
+# A gated backward's whole row of 16384 holds three rows of inputs and spilled (H200, bf16 4096×16384:
+# 4494 µs, 4 % of copy): rows wider than 8192 take the ungated backward's column tiles of wide rows.
+_GATED_WIDE_BACKWARD = cfg.TileConfig(block_m=2, block_n=4096, one_tile=False, num_warps=16, programs_per_sm=2)
 
 
 def _sms_for_tiles(gate: Optional[Tensor], sms: int) -> int:
