@@ -240,8 +240,8 @@ def _heuristic_configs(backward: bool, interpret: bool, n_max: int) -> Dict[cfg.
 
 
 # A device's enumeration (`device_picks`): the scenarios that reach every choice of the sm_90 tables and of the
-# generic ladder — both directions, RMSNorm and LayerNorm, fused or not, 2-, 4- and 8-byte x, a 4-byte y or
-# residual beside a 2-byte x, unaligned 2-byte rows, recomputed statistics, and 1, 8 and 64 weight heads.
+# generic ladder — both directions, RMSNorm and LayerNorm, fused or not, 2-, 4- and 8-byte x, y and the residual of
+# every width, unaligned 2-byte rows, recomputed statistics, and 1, 8 and 64 weight heads.
 DEVICE_HEADS = (1, 8, 64)
 
 
@@ -249,9 +249,9 @@ def device_scenarios(backward: bool):
     """tile_config's keyword arguments (but n and device) for every scenario of `device_picks`."""
     for residual, ln, size in itertools.product(RESIDUAL_SCENARIOS, LAYER_NORM_SCENARIOS, (2, 4, 8)):
         common = dict(backward=backward, interpret=False, residual=residual, layer_norm=ln, element_size=size)
-        if not backward:
-            wider = ((0, 0), (4, 0)) + (((0, 4),) if residual else ()) if size == 2 else ((0, 0),)
-            for out_size, residual_size in wider:
+        if not backward:  # y and (fused) the residual as x (0) or of each other width, as tests/test_config.py
+            others = (0,) + tuple(s for s in (2, 4, 8) if s != size)
+            for out_size, residual_size in itertools.product(others, others if residual else (0,)):
                 yield dict(common, heads=1, out_element_size=out_size, residual_element_size=residual_size)
             continue
         for heads, aligned, recompute in itertools.product(DEVICE_HEADS, VECTOR_ALIGNED_SCENARIOS, RECOMPUTE_SCENARIOS):

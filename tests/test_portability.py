@@ -97,11 +97,14 @@ def test_every_generic_pick_fits_its_device(name, backward):
     assert picks
     budget = min(device.shared_per_block, 48 << 10 if device.vendor == "nvidia" else 64 << 10)
     for config, scenario, lo, hi in picks:
+        size = scenario["element_size"]
         problem = cfg.Problem(hi, heads=scenario["heads"], residual=scenario["residual"],
-                              layer_norm=scenario["layer_norm"], x_bytes=scenario["element_size"])
+                              layer_norm=scenario["layer_norm"], x_bytes=size,
+                              y_bytes=scenario.get("out_element_size") or size,
+                              residual_bytes=scenario.get("residual_element_size") or size)
         where = (config, scenario, lo, hi)
         assert config.num_warps * device.warp_size <= device.threads_per_block, where
-        assert cfg.shared_bytes(config, problem, backward) <= budget, where
+        assert cfg.shared_bytes(config, problem, backward, device.warp_size) <= budget, where
         assert not (config.async_stages or config.column_stages or config.max_registers), where
         if config.split:
             assert device.vendor == "nvidia", where
@@ -120,7 +123,7 @@ def test_the_sm90_tables_are_the_h200s():
 def test_a_device_without_a_tile_gets_a_clear_error():
     """A GPU with too little shared memory for a row's narrowest tile: a ValueError that names the device and
     what is missing, before anything is compiled; narrower rows still get a tile (fewer rows a tile). The sm_90
-    tables forced onto a smaller GPU fall back to the generic ladder."""
+    tables forced onto a GPU they do not fit (NORMKIT_ARCH=sm90 on an MI300X) fall back to the generic ladder."""
     tiny = dataclasses.replace(cfg.KNOWN_DEVICES["sm80"], arch="sm70", shared_per_block=2048)
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
     assert pick(128, True, False, device=tiny).block_m * 128 * 4 <= 2048
@@ -129,5 +132,33 @@ def test_a_device_without_a_tile_gets_a_clear_error():
     forced = cfg.device.forced(cfg.KNOWN_DEVICES["gfx942"], "sm90")
     staged = pick(4096, True, False, device=cfg.KNOWN_DEVICES["sm90"])
     assert staged.async_stages and not pick(4096, True, False, device=forced).async_stages
+    assert not any(pick(n, True, False, device=forced).split for n in (16384, 65536, 262144))  # NVIDIA's only
     narrow = dataclasses.replace(cfg.KNOWN_DEVICES["gfx942"], threads_per_block=256)
     assert pick(16384, False, False, device=narrow).num_warps * 64 <= 256
+
+
+def _interpreted_shape(config: cfg.TileConfig) -> tuple:
+    """What the interpreter runs of a tile (it has no warps, stages or registers)."""
+    return (config.block_m, config.block_n, config.one_tile, config.prefetch, config.joined_sums, config.reload,
+            config.split)
+
+
+def test_generic_tiles_the_sm90_tables_lack_are_right():
+    """Every generic pick (sm80, gfx942) whose shape the sm_90 tables never pick — so tests/test_properties.py does
+    not run it — forced on a small problem through the interpreter, outputs poisoned, against float64."""
+    from tests.config_cases import ConfigProblem, _rows, heuristic_configs
+    from tests.forced_runs import run_forced
+
+    known = {_interpreted_shape(c) for backward in (False, True) for c in heuristic_configs(backward)}
+    novel = {}
+    for name in ("sm80", "gfx942"):
+        for backward in (False, True):
+            for config, scenario, lo, hi in device_picks(cfg.KNOWN_DEVICES[name], backward):
+                if _interpreted_shape(config) not in known and not config.split:
+                    novel.setdefault((backward, _interpreted_shape(config)), (config, scenario, lo, hi))
+    assert novel  # (the backward's byte-sized whole rows of 4- and 8-byte elements)
+    dtypes = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
+    for (backward, _), (config, scenario, lo, hi) in sorted(novel.items(), key=str):
+        for n, family in ((lo, "rms"), (hi, "layer_norm")):
+            problem = ConfigProblem(config, backward, _rows(config, backward, 4, n), n, 4)
+            run_forced(problem, family, dtypes[scenario["element_size"]], recompute=n == lo)

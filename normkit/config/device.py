@@ -61,11 +61,12 @@ class Device:
         return max(0, min(waves // num_warps, by_lds, by_threads, 32))
 
 
-def shared_bytes(config: TileConfig, p: Problem, backward: bool) -> int:
+def shared_bytes(config: TileConfig, p: Problem, backward: bool, warp_size: int = 32) -> int:
     """An upper bound of the shared memory (LDS) a compiled tile asks for (tools/compile_check.py --targets checks
     it against the compiled kernels): its staged loads — (stages − 1) row blocks of each tensor the row loop
-    reads, the weight and bias taken 4-byte — and its reductions' scratch: the backward's a row block of float
-    values (the dweight partial on its way to the store's layout), the forward's the row sums of every warp."""
+    reads, the weight and bias taken 4-byte — and its scratch: the backward's a row block of float values (the
+    dweight partial on its way to the store's layout); the forward's the row sums of every warp and, where x,
+    y and the residual differ in width, a layout conversion of up to 8 of the widest elements a thread at a time."""
     compute = 8 if p.x_bytes == 8 else 4
     stages = config.async_stages or config.column_stages
     if backward:
@@ -75,8 +76,12 @@ def shared_bytes(config: TileConfig, p: Problem, backward: bool) -> int:
         if config.split and not config.hold_weight:
             element_bytes += 2 * 4
     staged = max(stages - 1, 0) * config.block_m * config.block_n * element_bytes
-    tile = config.block_m * (config.block_n if backward else 4 * config.num_warps)
-    return staged + tile * compute
+    if backward:
+        return staged + config.block_m * config.block_n * compute
+    mixed = p.y_bytes != p.x_bytes or (p.residual and p.residual_bytes != p.x_bytes)
+    widest = max(p.x_bytes, p.y_bytes, p.residual_bytes if p.residual else 0)
+    conversion = min(config.block_m * config.block_n, config.num_warps * warp_size * 8) * widest if mixed else 0
+    return staged + 4 * config.block_m * config.num_warps * compute + conversion
 
 
 def from_properties(props, hip: bool, forced_ladder: str = "") -> Device:

@@ -40,19 +40,21 @@ def generic_tile(p: Problem, device: Device, backward: bool) -> TileConfig:
 
 
 def fit(tile: TileConfig, p: Problem, device: Device, backward: bool) -> TileConfig:
-    """The tile within the device's limits: at most threads_per_block threads, and rows a tile halved while its
-    shared memory (`shared_bytes`, an upper bound) exceeds shared_per_block or SHARED_BUDGET; a ValueError naming
-    the device where one row does not fit either."""
+    """The tile within the device's limits: at most threads_per_block threads, and while its shared memory
+    (`shared_bytes`, an upper bound) exceeds shared_per_block or SHARED_BUDGET, half the rows a tile, then (down to
+    4) half the warps; a ValueError naming the device where that does not fit either."""
     if tile.num_warps > device.max_warps:
         tile = replace(tile, num_warps=device.max_warps)
     budget = min(device.shared_per_block, SHARED_BUDGET[device.vendor])
-    while shared_bytes(tile, p, backward) > budget:
-        if tile.block_m == 1:
-            raise ValueError(
-                f"normkit has no tile for rows of {p.n} on {device.arch}: the narrowest needs "
-                f"{shared_bytes(tile, p, backward)} bytes of shared memory a program, the device offers "
-                f"{device.shared_per_block} ({'backward' if backward else 'forward'}, {p.x_bytes}-byte x)")
-        tile = replace(tile, block_m=tile.block_m // 2)
+    while (need := shared_bytes(tile, p, backward, device.warp_size)) > budget:
+        if tile.block_m > 1:
+            tile = replace(tile, block_m=tile.block_m // 2)
+        elif tile.num_warps > 4:
+            tile = replace(tile, num_warps=tile.num_warps // 2)
+        else:
+            raise ValueError(f"normkit has no tile for rows of {p.n} on {device.arch}: the narrowest needs {need} "
+                             f"bytes of shared memory a program, the device offers {device.shared_per_block} "
+                             f"({'backward' if backward else 'forward'}, {p.x_bytes}-byte x)")
     return tile
 
 
@@ -101,9 +103,12 @@ def _split_candidates(p: Problem) -> tuple:
 
 
 def fits_device(tile: TileConfig, p: Problem, device: Device, backward: bool) -> bool:
-    """Whether a tile keeps within the device's threads and shared memory a program (`shared_bytes`) and, split,
-    gives every part of every head a multiprocessor of its own."""
+    """Whether a tile keeps within the device's threads and shared memory a program (`shared_bytes`), and splits
+    rows or caps registers (ptxas' maxnreg) only on an NVIDIA GPU — split, where every part of every head gets an
+    SM of its own."""
     parts = cdiv(p.n, tile.block_n) * p.heads if tile.split else 0
+    nvidia_only = tile.split or tile.max_registers
     return (tile.num_warps * device.warp_size <= device.threads_per_block and parts <= device.multiprocessors
-            and shared_bytes(tile, p, backward) <= device.shared_per_block)
+            and shared_bytes(tile, p, backward, device.warp_size) <= device.shared_per_block
+            and not (nvidia_only and device.vendor != "nvidia"))
 
