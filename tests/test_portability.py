@@ -1,10 +1,14 @@
 """Beyond the H200 (docs/design.md#heuristics): inline PTX only in kernels/ptx.py and only where a launch allows
 it, the Device record read from torch's properties, the generic ladder's picks within every target's limits, a
-clear error on a device normkit has no tile for."""
+clear error on a device normkit has no tile for, and every target's picks compiled for it (tools/compile_check.py
+--targets, in a subprocess without TRITON_INTERPRET)."""
 
 import dataclasses
+import os
 import pathlib
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +20,7 @@ from tests.config_cases import device_picks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GATED = ROOT / "normkit" / "kernels" / "ptx.py"
+TARGETS = "sm80,sm89,sm90,sm100,gfx942,gfx950"
 
 
 def test_inline_assembly_lives_only_in_the_gated_module():
@@ -135,6 +140,46 @@ def test_a_device_without_a_tile_gets_a_clear_error():
     assert not any(pick(n, True, False, device=forced).split for n in (16384, 65536, 262144))  # NVIDIA's only
     narrow = dataclasses.replace(cfg.KNOWN_DEVICES["gfx942"], threads_per_block=256)
     assert pick(16384, False, False, device=narrow).num_warps * 64 <= 256
+
+
+def _compiler_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_every_target_compiles_its_representative_picks():
+    """tools/compile_check.py --targets for all six GPUs (the subset; --full compiles every pick): each target
+    compiles, fits its limits and, on AMD (and NVIDIA's portable path), carries no inline assembly."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_check.py"), "--targets", TARGETS],
+                         env=_compiler_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    summary = out.stdout.split("summary (target, tables, compiled):")[1].split("\n")
+    assert [line.split()[0] for line in summary if line.strip()] == TARGETS.split(","), out.stdout
+    assert "FAIL" not in out.stdout and out.stdout.count(" portable: ") >= 4, out.stdout
+
+
+_ASM_CHECK = """
+import sys
+sys.path.insert(0, "tools")
+import compile_targets as ct
+from normkit import config as cfg
+split = cfg.tile_config(65536, True, False, device=cfg.KNOWN_DEVICES["sm80"])
+scenario = dict(backward=True, residual=False, layer_norm=True, element_size=2, heads=1, recompute=True)
+for name, ptx in (("sm80", True), ("sm80", False), ("gfx942", False)):
+    compiled = ct.compile_pick(ct.TARGETS[name], split, scenario, ptx)
+    print(name, ptx, split.split, "elementwise_inline_asm" in compiled.asm["ttir"])
+"""
+
+
+def test_the_compile_check_sees_inline_assembly():
+    """What --targets looks for: the split parts' spin wait is inline asm in the TTIR with PTX, and absent on
+    the portable path and on AMD."""
+    out = subprocess.run([sys.executable, "-c", _ASM_CHECK], cwd=ROOT, env=_compiler_env(), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.split("\n")[:3] == ["sm80 True True True", "sm80 False True False",
+                                          "gfx942 False True False"], out.stdout
 
 
 def _interpreted_shape(config: cfg.TileConfig) -> tuple:

@@ -1,17 +1,24 @@
-"""Compile every kernel family for an H100/H200 (sm_90) without a GPU, and report ptxas resources.
+"""Compile every kernel family for an H100/H200 (sm_90) without a GPU, and report ptxas resources; with
+--targets, every tile the heuristics pick for each of those GPUs, compiled for it (tools/compile_targets.py).
 
-Triton's compiler and the ptxas it ships run on any machine: this catches kernels that the CPU
+Triton's compiler, the ptxas it ships and its AMD backend run on any machine: this catches kernels that the CPU
 interpreter accepts but the GPU compiler rejects, and shows registers and spills per config.
 Run without TRITON_INTERPRET (the kernels must be JIT functions):
 
-    python tools/compile_check.py            # a representative set of flag combinations
+    python tools/compile_check.py            # a representative set of flag combinations, sm_90
+    python tools/compile_check.py --targets sm80,sm89,sm90,sm100,gfx942,gfx950 [--full]
 """
 
+import argparse
 import os
+import pathlib
 import re
 import subprocess
 import sys
 import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's normkit (and tests/), not an installed one
 
 import triton
 import triton.language as tl
@@ -253,7 +260,21 @@ def _gated_cases():
                 STORE_STATS=True, COMPUTE_DTYPE=tl.float64, X_HAT_DTYPE=tl.float64, U_DTYPE=tl.float64), 4)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--targets", help="comma-separated GPUs: sm80, sm89, sm90, sm100, gfx942, gfx950 — compile "
+                                          "the heuristics' picks for each (a representative subset; --full: all)")
+    parser.add_argument("--full", action="store_true", help="with --targets: every distinct pick, not the subset")
+    parser.add_argument("--jobs", type=int, default=1, help="with --targets: compile in this many processes")
+    args = parser.parse_args(argv)
+    if args.full and not args.targets:
+        parser.error("--full goes with --targets")
+    if args.targets:
+        sys.path.insert(0, str(ROOT / "tools"))
+        import compile_targets
+
+        return compile_targets.run([t.strip() for t in args.targets.split(",") if t.strip()], args.full,
+                                   args.jobs)
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("compile_check: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
         return 2

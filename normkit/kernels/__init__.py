@@ -6,7 +6,8 @@ Features are ``tl.constexpr`` flags of these kernels, never sibling copies.
 
 forward.py and backward.py hold the kernels and their math; backward_split.py the backward's split-row
 path and backward_tiles.py the pieces its two paths share; stats.py the statistics and the split parts'
-exchange; convert.py the upcasts; reduce.py the finisher.
+exchange; convert.py the upcasts; reduce.py the finisher; ptx.py every piece of inline PTX, each beside the
+portable Triton that the PTX constexpr chooses off NVIDIA GPUs.
 """
 
 from triton.runtime.interpreter import InterpretedFunction

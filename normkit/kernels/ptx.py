@@ -92,6 +92,7 @@ def _late(ptr, tag, on):
 
 @triton.jit
 def _read(ptr, on):
+    """The words at ptr (0 where not `on`), read by volatile loads."""
     return tl.load(ptr, mask=on, other=0, volatile=True)
 
 
