@@ -174,9 +174,12 @@ def multiprocessors(device: Union[torch.device, str]) -> int:
 def tile_config(n: int, backward: bool, interpret: bool, **scenario):
     """The launch heuristics' pick for rows of length `n` (`normkit.config.tile_config`; `scenario`:
     heads, multiprocessors, residual, layer_norm, element_size, vector_aligned, out_element_size,
-    recompute, residual_element_size). For reports and tools that say which kernel path a shape takes."""
+    recompute, residual_element_size), for this process's GPU's tables when there is one (as a launch
+    on it reads them). For reports and tools that say which kernel path a shape takes."""
     from . import config
 
+    if not interpret and "device" not in scenario and torch.cuda.is_available():
+        scenario["device"] = _runtime.target(torch.device("cuda"))
     return config.tile_config(n, backward, interpret, **scenario)
 
 
