@@ -12,18 +12,24 @@ from typing import Optional, Tuple, Union
 
 import torch
 
-from . import ops, reference, validation
+from . import calls, ops, reference, validation
 
 Tensor = torch.Tensor
 
 
-def _h_is_rounded(x: Tensor, residual: Optional[Tensor], residual_dtype: Optional[torch.dtype]) -> bool:
-    """Whether residual_out (when there is one) holds h = x (+ residual) rounded to fewer bits than
-    the fp32 (fp64 for fp64 x) value the forward normalised."""
+def _stores_stats(x: Tensor, residual: Optional[Tensor], is_rms_norm: bool,
+                  residual_dtype: Optional[torch.dtype]) -> bool:
+    """Whether the forward saves mean and rstd for the backward. Not for LayerNorm whose h = x +
+    residual is stored rounded (residual_out narrower than the fp32 / fp64 sum the statistics came
+    from): the backward recomputes them from the saved h. Applying the exact statistics to the
+    rounded h would turn the rounding of a (near-)constant row into x̂ = noise / sqrt(eps)
+    (tests/test_properties.py)."""
+    if is_rms_norm:
+        return True
     stored = residual_dtype or (residual.dtype if residual is not None else x.dtype)
     if residual is None and stored == x.dtype:
-        return False  # no residual_out: h is x itself
-    return stored.itemsize < (8 if x.dtype == torch.float64 else 4)
+        return True  # no residual_out: h is x itself
+    return stored.itemsize >= (8 if x.dtype == torch.float64 else 4)
 
 
 class NormFunction(torch.autograd.Function):
@@ -37,21 +43,25 @@ class NormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype,
-                x_hat_dtype):
-        # LayerNorm whose h = x + residual is stored rounded (residual_out narrower than the fp32 /
-        # fp64 sum the statistics came from): the backward recomputes mean and rstd from the saved
-        # h. Applying the exact statistics to the rounded h would turn the rounding of a
-        # (near-)constant row into x̂ = noise / sqrt(eps) (tests/test_properties.py).
-        recompute = not is_rms_norm and _h_is_rounded(x, residual, residual_dtype)
-        out, residual_out, mean, rstd = ops.norm_fwd(
-            x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
-            store_stats=not recompute, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype,
-            gate=gate)
+                x_hat_dtype, call=None):
+        if call is not None and call.plan is not None:  # a planned call (normkit.calls)
+            out, residual_out, mean, rstd = call.forward(x, weight, bias, residual, gate)
+            return out, residual_out, (mean, rstd)
+        store_stats = _stores_stats(x, residual, is_rms_norm, residual_dtype)
+        if call is None:
+            out, residual_out, mean, rstd = ops.norm_fwd(
+                x, weight, bias, residual, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+                store_stats=store_stats, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype,
+                gate=gate)
+        else:  # a call being planned: the launch plan it ran
+            (out, residual_out, mean, rstd), call.plan = ops._run_fwd(
+                x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
+                x_hat_dtype, gate)
         return out, residual_out, (mean, rstd)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs
+        x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs[:11]
         residual_out = output[1]
         h = x if residual_out is None else residual_out
         ctx.save_for_backward(h, weight, gate, *output[2])
@@ -61,7 +71,7 @@ class NormFunction(torch.autograd.Function):
         # dtype, x's and the residual's dtypes, y's dtype, whether h is residual_out
         ctx.meta = (eps, weight_offset, is_rms_norm, x_hat_dtype, None if bias is None else bias.shape,
                     None if bias is None else bias.dtype, x.dtype, None if residual is None else residual.dtype,
-                    out_dtype or x.dtype, residual_out is not None)
+                    out_dtype or x.dtype, residual_out is not None, inputs[11] if len(inputs) > 11 else None)
 
     @staticmethod
     def backward(ctx, dout, dresidual_out=None, _stats=None):
@@ -89,6 +99,9 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
         dh, dweight, dbias = dresidual_out, None, None
     elif graph:
         dh, dweight, dbias, *dgate = _backward_graph(h, weight, gate, dout, dresidual_out, ctx.meta)
+    elif ctx.meta[10] is not None:  # a planned call (normkit.calls)
+        dh, dweight, dbias, *dgate = ctx.meta[10].backward(h, weight, gate, mean, rstd, dout, dresidual_out,
+                                                           bias_shape, bias_dtype, x_hat_dtype)
     else:
         dh, dweight, dbias, *dgate = ops.norm_bwd(
             h, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out, bias_shape=bias_shape,
@@ -99,7 +112,7 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
     dx = None if dh is None or not needs[0] else dh if dh.dtype == x_dtype else dh.to(x_dtype)
     dresidual = None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
     return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
-            dgate[0] if dgate and needs[4] else None, None, None, None, None, None, None)
+            dgate[0] if dgate and needs[4] else None, None, None, None, None, None, None, None)
 
 
 def _heads(weight: Optional[Tensor], bias_shape) -> int:
@@ -142,7 +155,7 @@ def _jvp(h, weight, gate, x_t, weight_t, bias_t, residual_t, gate_t, meta):
     ĥ·ẇ uses the x̂ the weight multiplies (rounded with casting_mode "llama"). ẏ = u̇, or with a
     gate ẏ = u̇·silu(gate) + u·silu'(gate)·ġ (u as the forward rounded it).
     """
-    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, _, _, _, out_dtype, h_is_residual_out = meta
+    eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, _, _, _, out_dtype, h_is_residual_out = meta[:10]
     acc = reference.compute_dtype(h.dtype)
     heads = _heads(weight, bias_shape)
     h_acc = _per_head(h.to(acc), heads)
@@ -204,7 +217,8 @@ def _vmap(size, in_dims, x, weight, bias, residual, gate, rest):
         tail = t.shape[1:]
         return t.reshape(m // heads, size, heads, *tail).transpose(0, 1).reshape(size, m, *tail)
 
-    out, residual_out, (mean, rstd) = NormFunction.apply(fold(x), weight, bias, fold(residual), fold(gate), *rest)
+    out, residual_out, (mean, rstd) = NormFunction.apply(fold(x), weight, bias, fold(residual), fold(gate),
+                                                         *rest[:6])
     outputs = unfold(out), unfold(residual_out), (unfold(mean), unfold(rstd))
     return outputs, (0, None if residual_out is None else 0, (None if mean is None else 0,
                                                               None if rstd is None else 0))
@@ -228,7 +242,7 @@ class _TracedNormFunction(NormFunction):
 
     @staticmethod
     def forward(x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype,
-                x_hat_dtype):
+                x_hat_dtype, call=None):
         out, residual_out, _, _ = torch.ops.normkit.norm_fwd(
             x, weight, bias, residual, eps, weight_offset, is_rms_norm, False, out_dtype, residual_dtype, x_hat_dtype,
             gate)
@@ -271,7 +285,15 @@ def _needs_autograd(x, weight, bias, residual, gate) -> bool:
                                         or (gate is not None and gate.requires_grad))
 
 
+def _unwrapped(x, weight, bias, residual, gate) -> tuple:
+    return (_unwrap_if_dead(x), None if weight is None else _unwrap_if_dead(weight),
+            None if bias is None else _unwrap_if_dead(bias), None if residual is None else _unwrap_if_dead(residual),
+            None if gate is None else _unwrap_if_dead(gate))
+
+
 def _norm_apply(x, weight, bias, residual, gate, *rest):
+    """(y, residual_out, (mean, rstd)) for 2-D inputs; rest: NormFunction's non-tensor arguments, the
+    call being planned (`normkit.calls`) or None last."""
     if torch.compiler.is_compiling():  # (dynamo folds it first)
         return _CompiledNormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _transforms_active():
@@ -279,19 +301,38 @@ def _norm_apply(x, weight, bias, residual, gate, *rest):
     if _tracing_state() is not None:
         return _TracedNormFunction.apply(x, weight, bias, residual, gate, *rest)
     if not _needs_autograd(x, weight, bias, residual, gate):  # inference: the op alone (an apply costs ~10 µs)
-        eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype = rest
-        out, residual_out, _, _ = ops.norm_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
-                                               is_rms_norm=is_rms_norm, out_dtype=out_dtype,
-                                               residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype, gate=gate)
+        eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype, call = rest
+        (out, residual_out, _, _), planned = ops._run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm,
+                                                          False, out_dtype, residual_dtype, x_hat_dtype, gate)
+        if call is not None:
+            call.plan = planned
         return out, residual_out, (None, None)
-    return _apply_c(_unwrap_if_dead(x), None if weight is None else _unwrap_if_dead(weight),
-                    None if bias is None else _unwrap_if_dead(bias),
-                    None if residual is None else _unwrap_if_dead(residual),
-                    None if gate is None else _unwrap_if_dead(gate), *rest)
+    return _apply_c(*_unwrapped(x, weight, bias, residual, gate), *rest)
+
+
+def _planned(call: calls.FwdCall, x, weight, bias, residual, gate):
+    """rms_norm / layer_norm's result for a planned call signature (`normkit.calls`)."""
+    if not call.autograd:  # the caller's tensors as they are (any rank): the plan knows their strides
+        out, residual_out, _, _ = call.forward(x, weight, bias, residual, gate)
+        return (out, residual_out) if call.prenorm else out
+    if call.flat:
+        out, residual_out, _ = _apply_c(*_unwrapped(x, weight, bias, residual, gate), *call.rest)
+        return (out, residual_out) if call.prenorm else out
+    n = x.shape[-1]
+    out, residual_out, _ = _apply_c(*_unwrapped(x.reshape(-1, n), weight, bias,
+                                                None if residual is None else residual.reshape(-1, n),
+                                                None if gate is None else gate.reshape(-1, n)), *call.rest)
+    return (out.view(x.shape), residual_out.view(x.shape)) if call.prenorm else out.view(x.shape)
 
 
 def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype,
            casting_mode="fp32", gate=None):
+    key = calls.signature(is_rms_norm, x, weight, bias, residual, gate, eps, weight_offset, prenorm, out_dtype,
+                          residual_dtype, casting_mode)
+    if key is not None:
+        call = calls.CALLS.get(key)
+        if call is not None:  # this signature passed validation and launched before (docs/design.md#launch-path)
+            return _planned(call, x, weight, bias, residual, gate)
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                out_dtype=out_dtype, residual_dtype=residual_dtype, gate=gate)
     validation.check_casting_mode(casting_mode)
@@ -300,11 +341,20 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
         raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
     flat = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     n = x.shape[-1]
-    outputs = _norm_apply(
-        x if flat else x.reshape(-1, n), weight, bias,
-        None if residual is None else residual if flat else residual.reshape(-1, n),
-        None if gate is None else gate if flat else gate.reshape(-1, n), eps,
-        float(weight_offset), is_rms_norm, out_dtype, residual_dtype, x.dtype if casting_mode == "llama" else None)
+    x2 = x if flat else x.reshape(-1, n)
+    residual2 = None if residual is None else residual if flat else residual.reshape(-1, n)
+    gate2 = None if gate is None else gate if flat else gate.reshape(-1, n)
+    x_hat_dtype = x.dtype if casting_mode == "llama" else None
+    call = None
+    if key is not None and calls.plannable(weight, bias) and all(
+            a is None or a.data_ptr() == b.data_ptr() for a, b in ((x, x2), (residual, residual2), (gate, gate2))):
+        autograd = _needs_autograd(x, weight, bias, residual, gate)
+        call = calls.FwdCall(x, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype,
+                             autograd and _stores_stats(x, residual, is_rms_norm, residual_dtype), autograd, prenorm)
+    outputs = _norm_apply(x2, weight, bias, residual2, gate2, eps, float(weight_offset), is_rms_norm, out_dtype,
+                          residual_dtype, x_hat_dtype, call)
+    if call is not None and call.plan is not None:
+        calls.CALLS.put(key, call)
     if flat:
         return outputs[:2] if prenorm else outputs[0]
     if prenorm:

@@ -20,7 +20,7 @@ from . import reference
 from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
                        multiprocessor_count, resident_programs, target, uses_triton)
 from .launch import bind, launch, launch_fitted
-from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
+from .plan import CALLS, PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
 
 Tensor = torch.Tensor
@@ -210,8 +210,9 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
                weight_offset: float = 0.0, is_rms_norm: bool = True,
                x_hat_dtype: Optional[torch.dtype] = None, gate: Optional[Tensor] = None,
-               config: Optional[cfg.TileConfig] = None) -> None:
+               config: Optional[cfg.TileConfig] = None) -> Optional[FwdPlan]:
     """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,).
+    Returns the launch plan that ran or was recorded (`normkit.plan`), None where there is none.
 
     x_hat_dtype: round x̂ to this dtype before the weight (Llama-style casting), None: no rounding.
     gate: (M, N), y = u·silu(gate) with u = x̂·(w + weight_offset) (no bias; `reference.u_dtype`
@@ -230,7 +231,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         for dst, src in ((out, y), (residual_out, h), (mean, mu), (rstd, r)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
-        return
+        return None
     eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
     weight, bias = _contiguous(weight), _contiguous(bias)
     staged = []  # (destination, float32 stand-in) for outputs routed through float32
@@ -257,7 +258,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                            weight_offset)
         for destination, stand_in in staged:
             destination.copy_(stand_in)
-        return
+        return None if staged else planned
     heads = _heads(weight, bias)
     if config is not None:
         cfg.check_covers(config, n)
@@ -333,12 +334,15 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     with _device_guard(x.device):
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_FWD, m),
                       lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out, gate)))
+        planned = None
         if key is not None and ran and plain(x, out, weight, bias, residual, residual_out, mean, rstd, gate):
             launched, args, kwargs, xchg = ran[0]
-            PLANS.put(key, FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[10:-2], xchg,
-                                   guard_device(x)))
+            planned = FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[10:-2], xchg,
+                              guard_device(x))
+            PLANS.put(key, planned)
     for destination, stand_in in staged:
         destination.copy_(stand_in)
+    return None if staged else planned
 
 
 def _vector_aligned(n: int, *tensors: Optional[Tensor]) -> bool:
@@ -355,9 +359,9 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                rstd: Optional[Tensor] = None, eps: float, weight_offset: float = 0.0,
                is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None,
                gate: Optional[Tensor] = None, dgate: Optional[Tensor] = None,
-               config: Optional[cfg.TileConfig] = None) -> None:
+               config: Optional[cfg.TileConfig] = None) -> Optional[BwdPlan]:
     """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape), and dgate
-    (row-major (M, N)) for a gated forward.
+    (row-major (M, N)) for a gated forward. Returns the launch plan that ran or was recorded, or None.
 
     x is the normalised input (residual_out when there was a residual). rstd None (and mean None
     for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is, dgate
@@ -373,7 +377,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         for grad in (dweight, dbias):
             if grad is not None:
                 grad.zero_()
-        return
+        return None
     if not uses_triton(x.device):
         heads = _heads(weight, dbias)
         d_x, d_w, d_b, *d_gate = reference.norm_bwd(
@@ -384,7 +388,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b), (dgate, d_gate[0] if d_gate else None)):
             if dst is not None:
                 dst.copy_(src.reshape(dst.shape))
-        return
+        return None
     eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
     weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
     pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
@@ -399,7 +403,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
             with torch.cuda.device(planned.device):
                 _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
                                  eps, weight_offset)
-        return
+        return planned
     heads = _heads(weight, dbias)
     if config is not None:
         cfg.check_covers(config, n)
@@ -476,15 +480,18 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         _run_compiled(run, config, cfg.fit_block_m(_FALLBACK_BWD, m // heads),
                       lambda: ("bwd", flags, x.dtype, dy.dtype, dx.dtype,
                                _dtypes(weight, dweight, dbias, dresidual_out, rstd, gate, dgate)))
+        planned = None
         if key is not None and ran and plain(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate):
             launched, args, options, partials, xchg, finished = ran[0]
             finish, finish_ints = None, ()
             if finished is not None:
                 finish = bind(kernels().sum_partials_kernel, finished[0], finished[1], finished[2])
                 finish_ints = finished[1][3:]
-            PLANS.put(key, BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[12:-2],
-                                   None if partials is None else (tuple(partials), acc), xchg, finish,
-                                   finish_ints, guard_device(x)))
+            planned = BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[12:-2],
+                              None if partials is None else (tuple(partials), acc), xchg, finish, finish_ints,
+                              guard_device(x))
+            PLANS.put(key, planned)
+    return planned
 
 
 def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
@@ -513,14 +520,40 @@ def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd,
                        *planned.finish_ints)
 
 
+def planned_fwd(planned: FwdPlan, x, weight, bias, residual, gate, out_dtype, residual_out_dtype, store_stats,
+                is_rms_norm, eps, weight_offset) -> tuple:
+    """launch_fwd's launch for a call plan (`normkit.calls`): (out, residual_out, mean, rstd), None where not
+    produced, allocated like x (of any rank: the plan holds the strides of its 2-D view) before the launch."""
+    out = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
+    residual_out = None if residual_out_dtype is None else torch.empty_like(
+        x, dtype=residual_out_dtype, memory_format=torch.contiguous_format)
+    mean = rstd = None
+    if store_stats:
+        rows, acc = out.numel() // x.shape[-1], stats_dtype(x.dtype)
+        rstd = torch.empty(rows, dtype=acc, device=x.device)
+        if not is_rms_norm:
+            mean = torch.empty(rows, dtype=acc, device=x.device)
+    xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+    if planned.device is None:
+        planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                   weight_offset)
+    else:
+        with torch.cuda.device(planned.device):
+            planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                       weight_offset)
+    return out, residual_out, mean, rstd
+
+
 def plan_cache_info() -> dict:
-    """The launch plans (docs/design.md#launch-path): size, maxsize, hits, misses and whether they are on."""
-    return PLANS.info()
+    """The launch plans (docs/design.md#launch-path): size, maxsize, hits, misses and whether they are on;
+    "calls": the same for call plans (`normkit.calls`)."""
+    return dict(PLANS.info(), calls=CALLS.info())
 
 
 def clear_plans() -> None:
-    """Forget every launch plan (and the counts): the next call of each signature takes the full path."""
+    """Forget every launch and call plan (and the counts): the next call of each signature takes the full path."""
     PLANS.clear()
+    CALLS.clear()
 
 
 # ----------------------------------------------------------------------------- custom ops
@@ -554,12 +587,13 @@ def _fwd_placeholders(x, outputs):
 
 def _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
              x_hat_dtype, gate=None):
+    """(outputs, the launch plan that ran or None)."""
     outputs = _fwd_outputs(x, residual, is_rms_norm, store_stats, out_dtype, residual_dtype)
     out, residual_out, mean, rstd = outputs
-    launch_fwd(x, out, weight=weight, bias=bias, residual=residual, residual_out=residual_out, mean=mean,
-               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype,
-               gate=gate)
-    return outputs
+    planned = launch_fwd(x, out, weight=weight, bias=bias, residual=residual, residual_out=residual_out, mean=mean,
+                         rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+                         x_hat_dtype=x_hat_dtype, gate=gate)
+    return outputs, planned
 
 
 # The gate comes last, with a default, in both schemas: calls written before it existed keep their positions.
@@ -569,7 +603,7 @@ def _norm_fwd_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
                    x_hat_dtype: Optional[torch.dtype], gate: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     return _fwd_placeholders(x, _run_fwd(x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats,
-                                         out_dtype, residual_dtype, x_hat_dtype, gate))
+                                         out_dtype, residual_dtype, x_hat_dtype, gate)[0])
 
 
 _norm_fwd_op = torch.library.custom_op("normkit::norm_fwd", _norm_fwd_impl, mutates_args=())
@@ -597,12 +631,13 @@ def _bwd_placeholders(x, outputs):
 
 def _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps, weight_offset, is_rms_norm,
              x_hat_dtype, gate=None):
+    """(outputs, the launch plan that ran or None)."""
     outputs = _bwd_outputs(x, weight, bias_shape, bias_dtype, gate)
     dx, dweight, dbias, dgate = outputs
-    launch_bwd(x, dout, dx, weight=weight, dweight=dweight, dbias=dbias, dresidual_out=dresidual_out, mean=mean,
-               rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, x_hat_dtype=x_hat_dtype,
-               gate=gate, dgate=dgate)
-    return outputs
+    planned = launch_bwd(x, dout, dx, weight=weight, dweight=dweight, dbias=dbias, dresidual_out=dresidual_out,
+                         mean=mean, rstd=rstd, eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm,
+                         x_hat_dtype=x_hat_dtype, gate=gate, dgate=dgate)
+    return outputs, planned
 
 
 def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor],
@@ -611,7 +646,7 @@ def _norm_bwd_impl(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Opti
                    x_hat_dtype: Optional[torch.dtype], gate: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     return _bwd_placeholders(x, _run_bwd(x, weight, dout, mean, rstd, dresidual_out, bias_shape, bias_dtype, eps,
-                                         weight_offset, is_rms_norm, x_hat_dtype, gate))
+                                         weight_offset, is_rms_norm, x_hat_dtype, gate)[0])
 
 
 _norm_bwd_op = torch.library.custom_op("normkit::norm_bwd", _norm_bwd_impl, mutates_args=())
@@ -634,7 +669,7 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
     args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
             x_hat_dtype, gate)
     if not torch.compiler.is_compiling():
-        return _run_fwd(*args)
+        return _run_fwd(*args)[0]
     out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
     return (out, residual_out if residual_out.dim() == 2 else None,
             mean if store_stats and not is_rms_norm else None, rstd if store_stats else None)
@@ -651,7 +686,7 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optiona
     args = (x, weight, dout, mean, rstd, dresidual_out, None if bias_dtype is None else list(bias_shape),
             bias_dtype, eps, weight_offset, is_rms_norm, x_hat_dtype, gate)
     if not torch.compiler.is_compiling():
-        dx, dweight, dbias, dgate = _run_bwd(*args)
+        dx, dweight, dbias, dgate = _run_bwd(*args)[0]
     else:
         dx, dweight, dbias, dgate = torch.ops.normkit.norm_bwd(*args)
         dweight, dbias = (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)

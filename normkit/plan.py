@@ -156,3 +156,4 @@ def guard_device(x: _Tensor) -> Optional[torch.device]:
 
 
 PLANS = PlanCache()
+CALLS = PlanCache()  # call plans (normkit.calls): signature → FwdCall

@@ -116,8 +116,8 @@ def test_penalty_low_precision_close_to_float64(spec, casting_mode, path):
 def test_first_order_backward_keeps_the_backward_op(path, monkeypatch):
     """Plain backward: the backward op (kernels), no graph. create_graph=True: the graph, not the op."""
     calls = []
-    norm_bwd, graph = ops.norm_bwd, functional._backward_graph
-    monkeypatch.setattr(ops, "norm_bwd", lambda *a, **k: calls.append("op") or norm_bwd(*a, **k))
+    outputs, graph = ops._bwd_outputs, functional._backward_graph  # (every kernel backward allocates with it)
+    monkeypatch.setattr(ops, "_bwd_outputs", lambda *a, **k: calls.append("op") or outputs(*a, **k))
     monkeypatch.setattr(functional, "_backward_graph", lambda *a: calls.append("graph") or graph(*a))
     names, (x, w, b, r) = float64_inputs(Case.parse("ln fp32 w b res pre"), path)
     y, h = normkit.layer_norm(x, w, b, r, prenorm=True)
