@@ -333,6 +333,10 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
         call = calls.CALLS.get(key)
         if call is not None:  # this signature passed validation and launched before (docs/design.md#launch-path)
             return _planned(call, x, weight, bias, residual, gate)
+    if type(x) is not Tensor and type(x) is not torch.nn.Parameter and validation._is_dtensor(x):  # each rank its rows
+        from . import distributed
+        return distributed.apply(_apply, x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, prenorm,
+                                 out_dtype, residual_dtype, casting_mode)
     eps = validation.check_fwd(x, weight, bias, residual, eps=eps, weight_offset=weight_offset,
                                out_dtype=out_dtype, residual_dtype=residual_dtype, gate=gate)
     validation.check_casting_mode(casting_mode)

@@ -5,6 +5,7 @@ import math
 import torch
 
 from .functional import layer_norm, rms_norm
+from .validation import _is_dtensor
 
 
 def _flatten_trailing(x, normalized_shape):
@@ -14,6 +15,11 @@ def _flatten_trailing(x, normalized_shape):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() < len(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
         raise ValueError(f"x must end with the dimensions normalized_shape={shape}, got shape {tuple(x.shape)}")
+    if len(shape) == 1:
+        return x, shape[0]  # already (..., N)
+    if type(x) is not torch.Tensor and _is_dtensor(x):  # before the reshape merges a sharded dimension away
+        from . import distributed
+        distributed.check_x(x, len(shape))
     n = math.prod(shape)
     return x.reshape(*x.shape[: x.dim() - len(shape)], n), n
 
@@ -39,7 +45,8 @@ class RMSNorm(torch.nn.RMSNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
         eps = self.eps if self.eps is not None else _default_eps(x.dtype)
-        return rms_norm(flat, _flat(self.weight, n), eps=eps).view(x.shape)
+        y = rms_norm(flat, _flat(self.weight, n), eps=eps)
+        return y if flat is x else y.view(x.shape)
 
 
 class LayerNorm(torch.nn.LayerNorm):
@@ -47,7 +54,8 @@ class LayerNorm(torch.nn.LayerNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
-        return layer_norm(flat, _flat(self.weight, n), _flat(self.bias, n), eps=self.eps).view(x.shape)
+        y = layer_norm(flat, _flat(self.weight, n), _flat(self.bias, n), eps=self.eps)
+        return y if flat is x else y.view(x.shape)
 
 
 class FusedAddRMSNorm(torch.nn.Module):

@@ -16,9 +16,13 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
     """`tensor` must be a torch.Tensor of a supported floating dtype (or None when optional)."""
     if tensor is None and optional:
         return
-    if not isinstance(tensor, torch.Tensor):
-        expected = "a torch.Tensor or None" if optional else "a torch.Tensor"
-        raise TypeError(f"{name} must be {expected}, got {type(tensor).__name__}")
+    kind = type(tensor)
+    if kind is not torch.Tensor and kind is not torch.nn.Parameter:  # (exact types first: host time)
+        if not isinstance(tensor, torch.Tensor):
+            expected = "a torch.Tensor or None" if optional else "a torch.Tensor"
+            raise TypeError(f"{name} must be {expected}, got {kind.__name__}")
+        if _is_dtensor(tensor):
+            _reject_dtensor(name, tensor)
     if tensor.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must have a floating dtype ({_DTYPE_NAMES}), got {tensor.dtype}")
 
@@ -76,12 +80,21 @@ def _is_dtensor(t) -> bool:
     return dtensor is not None and isinstance(t, dtensor)
 
 
+def _reject_dtensor(name: str, tensor) -> None:
+    """A DTensor where a plain tensor is expected: beside a plain x (normkit.rms_norm routes a DTensor x to
+    normkit/distributed.py before any check here), or in the low-level API; unchecked, it would reach the
+    kernels as a wrapper without storage."""
+    placements = tuple(tensor.placements)
+    if name == "x":
+        raise TypeError(f"x must be a plain torch.Tensor for the low-level normkit.*_fwd / *_bwd, got a DTensor "
+                        f"(placements {placements}); normkit.rms_norm / layer_norm and the modules take DTensors")
+    raise TypeError(f"{name} must be a plain torch.Tensor like x, got a DTensor (placements {placements}); "
+                    f"pass x as a DTensor on {name}'s mesh too, or {name}.full_tensor()")
+
+
 def check_x(x) -> int:
     """x must be a floating tensor of shape (..., N) with N ≥ 1; returns N."""
     check_float_tensor("x", x)
-    if _is_dtensor(x):
-        raise TypeError("x is a DTensor: call normkit.distributed.rms_norm / layer_norm, which normalise each "
-                        f"rank's rows and reduce the parameter gradients (placements {tuple(x.placements)})")
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension (..., N), got a 0-d tensor")
     if x.shape[-1] == 0:

@@ -2,15 +2,17 @@
 interpreter) and, where two GPUs exist, on CUDA with NCCL (one GPU a rank, compiled kernels).
 
 One spawn per backend runs every scenario (starting processes and importing triton dominates the
-runtime); each test then checks that scenario's outcome on both ranks against a single-process run:
+runtime); each test then checks that scenario's outcome on both ranks against a single-process run
+(the `outcomes` fixture serves tests/test_distributed_modules.py's scenarios the same way):
   ddp      DistributedDataParallel, a tiny patched LLaMA-style model, 3 SGD steps, run twice:
            the two runs must agree bitwise (deterministic per rank)
   fsdp2    torch.distributed.fsdp.fully_shard, the same model and steps
   dtensor  normkit.distributed.rms_norm / layer_norm on Shard(0) / Shard(1) DTensors of (B, S, N)
-  rejects  a DTensor sharded along the normalised dimension raises ValueError
+  rejects  a DTensor sharded along the normalised dimension (or Partial) raises ValueError
 """
 
 import datetime
+import functools
 import json
 import os
 import traceback
@@ -70,6 +72,7 @@ def _train(model, data, shard=None):
         optimizer.step()
 
 
+@functools.lru_cache(maxsize=None)
 def _reference_parameters(device):
     model, data = _model_and_data(device)
     _train(model, data)
@@ -82,10 +85,11 @@ def _compare(parameters, reference):
         torch.testing.assert_close(p, reference[name], atol=ATOL, rtol=0, msg=lambda m: f"{name}: {m}")
 
 
-def scenario_ddp(rank, mesh, reference):
+def scenario_ddp(rank, mesh):
     from torch.nn.parallel import DistributedDataParallel
 
     device = mesh.device_type
+    reference = _reference_parameters(device)
     runs = []
     for _ in range(2):
         model, data = _model_and_data(device)
@@ -97,7 +101,7 @@ def scenario_ddp(rank, mesh, reference):
         assert torch.equal(p, runs[1][name]), f"{name} differs between two identical DDP runs"
 
 
-def scenario_fsdp2(rank, mesh, reference):
+def scenario_fsdp2(rank, mesh):
     from torch.distributed.fsdp import fully_shard
 
     model, data = _model_and_data(mesh.device_type)
@@ -105,7 +109,8 @@ def scenario_fsdp2(rank, mesh, reference):
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
     _train(model, data, shard=rank)
-    _compare({name: p.full_tensor().detach() for name, p in model.named_parameters()}, reference)
+    _compare({name: p.full_tensor().detach() for name, p in model.named_parameters()},
+             _reference_parameters(mesh.device_type))
 
 
 # ----------------------------------------------------------------------------- DTensor scenarios
@@ -153,7 +158,7 @@ def _dtensor_case(mesh, norm, placement, with_bias, with_residual):
         torch.testing.assert_close(p_d.grad.to_local(), p.grad, atol=1e-5, rtol=1e-5)
 
 
-def scenario_dtensor(rank, mesh, reference):
+def scenario_dtensor(rank, mesh):
     from torch.distributed.tensor import Shard
 
     for placement in (Shard(0), Shard(1)):
@@ -162,7 +167,7 @@ def scenario_dtensor(rank, mesh, reference):
         _dtensor_case(mesh, "layer_norm", placement, with_bias=True, with_residual=False)
 
 
-def scenario_rejects(rank, mesh, reference):
+def scenario_rejects(rank, mesh):
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
     import normkit.distributed as nd
@@ -176,11 +181,8 @@ def scenario_rejects(rank, mesh, reference):
         nd.rms_norm(DTensor.from_local(x, mesh, [Partial()]), weight)
     with pytest.raises(ValueError, match="Replicate on every mesh dimension"):
         nd.layer_norm(distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(torch.ones(32, device=mesh.device_type), mesh, [Shard(0)]))
-    import normkit  # the plain entry points point to normkit.distributed instead of failing obscurely
-    with pytest.raises(TypeError, match="x is a DTensor: call normkit.distributed"):
-        normkit.rms_norm(distribute_tensor(x, mesh, [Shard(1)]), weight.to_local())
-    with pytest.raises(TypeError, match="x is a DTensor"):
-        normkit.RMSNorm(32)(distribute_tensor(x, mesh, [Shard(1)]))
+    with pytest.raises(TypeError, match="x must be a DTensor"):  # normkit.rms_norm is the entry for plain x
+        nd.rms_norm(x, weight.to_local())
 
 
 SCENARIOS = {"ddp": scenario_ddp, "fsdp2": scenario_fsdp2, "dtensor": scenario_dtensor, "rejects": scenario_rejects}
@@ -198,8 +200,10 @@ def _set_env(env):
     return saved
 
 
-def _worker(rank, backend, store_path, result_dir):
+def _worker(rank, backend, store_path, result_dir, scenarios_module):
     _set_env(LAUNCH_ENV[backend])  # before triton / normkit are imported in this process
+    import importlib
+
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
@@ -212,10 +216,9 @@ def _worker(rank, backend, store_path, result_dir):
     results = {}
     try:
         mesh = init_device_mesh(device, (WORLD_SIZE,))
-        reference = _reference_parameters(device)
-        for name, scenario in SCENARIOS.items():
+        for name, scenario in importlib.import_module(scenarios_module).SCENARIOS.items():
             try:
-                scenario(rank, mesh, reference)
+                scenario(rank, mesh)
                 results[name] = "ok"
             except Exception:
                 results[name] = traceback.format_exc()
@@ -226,18 +229,25 @@ def _worker(rank, backend, store_path, result_dir):
         dist.destroy_process_group()
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def outcomes(request, tmp_path_factory):
+def run_scenarios(backend, directory, scenarios_module):
+    """Every scenario of `scenarios_module`'s SCENARIOS ({name: fn(rank, mesh)}) in one spawn of
+    WORLD_SIZE processes; returns each rank's {name: "ok" or the traceback}."""
     import torch.multiprocessing as mp
 
-    backend = request.param
-    directory = tmp_path_factory.mktemp(f"distributed_{backend}")
     saved = _set_env(LAUNCH_ENV[backend])  # spawned children inherit it
     try:
-        mp.spawn(_worker, args=(backend, str(directory / "store"), str(directory)), nprocs=WORLD_SIZE, join=True)
+        mp.spawn(_worker, args=(backend, str(directory / "store"), str(directory), scenarios_module),
+                 nprocs=WORLD_SIZE, join=True)
     finally:
         _set_env(saved)
     return [json.loads((directory / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def outcomes(request, tmp_path_factory):
+    """Each rank's outcomes of the requesting test module's SCENARIOS, on one backend."""
+    module = request.module.__name__
+    return run_scenarios(request.param, tmp_path_factory.mktemp(f"{module}_{request.param}"), module)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
