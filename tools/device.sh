@@ -7,6 +7,8 @@
 #   tests          the GPU test files (compiled kernels, every heuristic configuration), SIGINT at $TESTS_LIMIT s
 #   verify         python -m normkit (the main job) with its timing table
 #   bench          every family side by side with its peers: $OUT/bench.{json,log} (benchmarks/README.md)
+#   eager          eager wall µs per call against the peers (bench --eager): $OUT/eager.{json,log}
+#   host           host time per call and per layer (tools/profile_host.py --detail): $OUT/host.log
 #   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
 #   memcheck | memcheck_split | racecheck | initcheck
 #                  compute-sanitizer over tools/sanitize_sweep.py (docs/reliability.md)
@@ -15,7 +17,7 @@
 #
 # Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
 set -o pipefail
-case ${1:-} in -h|--help|help|"") sed -n '2,16p' "$0"; exit 0 ;; esac
+case ${1:-} in -h|--help|help|"") sed -n '2,18p' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -56,6 +58,11 @@ run_step() {
       timeout "${BENCH_LIMIT:-420}" $PY -m normkit bench --family all --impls "${IMPLS:-normkit,native,compile,liger}" \
         --markdown --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
       echo "bench rc=$?"; tail -5 "$OUT/bench.log" ;;
+    eager)
+      timeout "${BENCH_LIMIT:-300}" $PY -m normkit bench --eager --impls "${IMPLS:-normkit,native,compile,liger}" \
+        --markdown --json "$OUT/eager.json" > "$OUT/eager.log" 2>&1
+      echo "eager rc=$?"; grep -E "^\|" "$OUT/eager.log" | tail -20 ;;
+    host) timeout 240 $PY tools/profile_host.py --detail > "$OUT/host.log" 2>&1; echo "host rc=$?"; head -60 "$OUT/host.log" ;;
     sweep)
       timeout "${SWEEP_LIMIT:-90}" $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
       echo "sweep (exit $?):"; grep -E "FAIL|sanitize_sweep:" "$OUT/sweep.log" | tail -5 ;;
@@ -65,7 +72,7 @@ run_step() {
     initcheck)      sanitize initcheck 50 initcheck --split exclude --widths lo ;;
     huge) timeout 80 $PY tools/check_huge.py 2>&1 | tee "$OUT/huge.log" | tail -6 ;;
     reliability) for s in sweep memcheck memcheck_split racecheck initcheck huge; do run_step "$s"; done ;;
-    -h|--help|help) sed -n '2,16p' "$0" ;;
+    -h|--help|help) sed -n '2,18p' "$0" ;;
     *) echo "tools/device.sh: unknown subcommand '$1' (see: bash tools/device.sh --help)" >&2; return 2 ;;
   esac
 }
