@@ -64,14 +64,16 @@ class NormFunction(torch.autograd.Function):
         x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, _, x_hat_dtype = inputs[:11]
         residual_out = output[1]
         h = x if residual_out is None else residual_out
+        call = inputs[11] if len(inputs) > 11 else None
         ctx.save_for_backward(h, weight, gate, *output[2])
-        ctx.save_for_forward(h, weight, gate)
+        if call is None:  # (a planned call never runs under forward-mode AD: no jvp to save for)
+            ctx.save_for_forward(h, weight, gate)
         ctx.set_materialize_grads(False)  # an unused output's gradient stays None: no zeros to add
         # one attribute (host time): eps, weight_offset, is_rms_norm, x_hat_dtype, bias shape and
         # dtype, x's and the residual's dtypes, y's dtype, whether h is residual_out
         ctx.meta = (eps, weight_offset, is_rms_norm, x_hat_dtype, None if bias is None else bias.shape,
                     None if bias is None else bias.dtype, x.dtype, None if residual is None else residual.dtype,
-                    out_dtype or x.dtype, residual_out is not None, inputs[11] if len(inputs) > 11 else None)
+                    out_dtype or x.dtype, residual_out is not None, call)
 
     @staticmethod
     def backward(ctx, dout, dresidual_out=None, _stats=None):

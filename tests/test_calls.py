@@ -134,13 +134,14 @@ def test_hit_is_bitwise_the_full_path(case, grad):
 def test_backward_keeps_a_plan_per_gradient_signature():
     x = _rand(torch.Generator().manual_seed(0), (6, 48), F32).requires_grad_()
     w = torch.ones(48, device=DEVICE, requires_grad=True)
+    dy = torch.ones(6, 48, device=DEVICE)
     L.set_mode("off")
-    expected = [torch.autograd.grad(normkit.rms_norm(x, w).sum(), (x, w)) for _ in range(2)]
+    expected = [torch.autograd.grad(normkit.rms_norm(x, w).sum(), (x, w)),
+                torch.autograd.grad(normkit.rms_norm(x, w), (x, w), dy)]
     L.set_mode("on")
     for _ in range(3):  # a sum's gradient: dout expanded (strides 0), then a row-major one
         got = torch.autograd.grad(normkit.rms_norm(x, w).sum(), (x, w))
         assert all(torch.equal(a, b) for a, b in zip(expected[0], got))
-        dy = torch.ones(6, 48, device=DEVICE)
         got = torch.autograd.grad(normkit.rms_norm(x, w), (x, w), dy)
         assert all(torch.equal(a, b) for a, b in zip(expected[1], got))
     (call,) = ops.CALLS._plans.values()

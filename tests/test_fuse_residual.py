@@ -206,11 +206,17 @@ def test_fused_model_pickles_repeats_and_checkpoints(device, fused_calls):
     again = normkit.patch(model, fuse_residual=True)
     assert again == 0 and again.fused == {}
     assert "normkit=pre_norm" in repr(model.model.layers[0])
-    model.activation_checkpointing_enable()  # the checkpoint wrapper wraps the fused forward too
-    reference.activation_checkpointing_enable()
+    for m in (model, reference):  # the checkpoint wrapper wraps the fused forward too
+        # (transformers 5.25 renamed gradient_checkpointing_enable)
+        (getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable)()
     model.train(), reference.train()
     _assert_eager_like(model, reference, _tokens(device))
     assert len(fused_calls) == 4  # forward, then the recompute in backward
+
+
+def _cache(out) -> dict:
+    """The cache a forward returned, as the next step takes it (transformers 5.25: `cache`; before: `past_key_values`)."""
+    return {"cache": out.cache} if hasattr(out, "cache") else {"past_key_values": out.past_key_values}
 
 
 def test_generation_with_a_cache_matches_stock(device):
@@ -219,8 +225,8 @@ def test_generation_with_a_cache_matches_stock(device):
     with torch.no_grad():
         out = model(input_ids=tokens, use_cache=True)
         out_ref = reference(input_ids=tokens, use_cache=True)
-        step = model(input_ids=tokens[:, :1], cache=out.cache)
-        step_ref = reference(input_ids=tokens[:, :1], cache=out_ref.cache)
+        step = model(input_ids=tokens[:, :1], **_cache(out))
+        step_ref = reference(input_ids=tokens[:, :1], **_cache(out_ref))
     torch.testing.assert_close(out.logits, out_ref.logits, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(step.logits, step_ref.logits, rtol=1e-5, atol=1e-5)
 
