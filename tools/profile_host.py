@@ -126,7 +126,8 @@ def detail_rows(m, n, dtype):
         "torch.empty (M, N)": lambda: torch.empty((m, n), device="cuda", dtype=dtype),
         "empty autograd.Function": lambda: Identity.apply(x, w),
         # the floor of any Python autograd.Function: its forward, the engine and a Python backward, no work
-        "empty autograd.Function fwd+bwd": lambda: torch.autograd.grad(PassThrough.apply(x, w), (x, w), dy, allow_unused=True),
+        "empty autograd.Function fwd+bwd": lambda: torch.autograd.grad(PassThrough.apply(x, w), (x, w), dy,
+                                                                       allow_unused=True),
         "kernels() + is_compiling": lambda: (kernels(), torch.compiler.is_compiling()),
     }
 
