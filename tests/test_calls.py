@@ -195,7 +195,8 @@ def test_bad_input_after_a_hit_keeps_its_errors(bad, error, match):
     with pytest.raises(error, match=match):
         normkit.rms_norm(x, w, **dict(dict(eps=1e-6), **bad))
     for wrong, match in ((w[:47], r"weight must have shape \(48,\)"),
-                         (w.to(torch.int32), "weight must have a floating"), (w.to(F64), "unsupported dtype combination")):
+                         (w.to(torch.int32), "weight must have a floating"),
+                         (w.to(F64), "unsupported dtype combination")):
         with pytest.raises((ValueError, TypeError), match=match):
             normkit.rms_norm(x, wrong, eps=1e-6)
 
