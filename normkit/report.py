@@ -82,7 +82,15 @@ _GPU_MORE = [Case((4, 5000)), Case((2, 70000)), Case((4096, 2048)), Case((1000, 
              Case((4096, 4096), "layer norm, residual"), Case((64, 70000), "layer norm, residual")]
 BENCH_GRID = [(torch.bfloat16, 4096, 2048), (torch.bfloat16, 16384, 4096),
               (torch.float32, 16384, 4096)]
-BENCH_IMPLS = ["normkit", "native", "compile"]
+# The first timing table: normkit against PyTorch's own kernels. torch.compile joins with --full: building its
+# kernels on a fresh machine is the longest job of a first run (Inductor, ~20 s), and `python -m normkit bench`
+# times every peer.
+BENCH_IMPLS = ["normkit", "native"]
+FULL_BENCH_IMPLS = ["normkit", "native", "compile"]
+
+
+def bench_impls(full: bool) -> List[str]:
+    return FULL_BENCH_IMPLS if full else BENCH_IMPLS
 
 
 def grid(on_gpu: bool, quick: bool) -> List[Tuple[Case, torch.dtype]]:
@@ -229,24 +237,26 @@ def verify(cases: List[Tuple[int, Case, torch.dtype]], device: torch.device,
 
 
 def timing_summary(results: List[Dict]) -> str:
-    """normkit against native and compile per shape: µs, % copy, and normkit's speed-up."""
+    """normkit against the peers timed (native, and compile with --full) per shape: µs, % copy, and
+    normkit's speed-up."""
+    impls = [name for name in FULL_BENCH_IMPLS if any(r["impl"] == name for r in results)]
+    peers = [name for name in impls if name != "normkit"]
     table = []
     for label in dict.fromkeys(output.shape_label(r) for r in results):
         by_impl = {r["impl"]: r for r in results if output.shape_label(r) == label}
         for key in ("fwd", "bwd"):
             ours = by_impl.get("normkit", {}).get(f"{key}_s")
             cells = []
-            for name in ("normkit", "native", "compile"):
+            for name in impls:
                 r = by_impl.get(name, {})
                 t = r.get(f"{key}_s")
                 cells.append("fails" if r.get("error") else
                              f"{output.fmt_us(t)} ({output.fmt_pct(r.get(f'{key}_pct'))})")
-            peers = [by_impl[n][f"{key}_s"] for n in ("native", "compile")
-                     if by_impl.get(n, {}).get(f"{key}_s")]
-            speedup = f"{min(peers) / ours:.2f}×" if ours and peers else "—"
+            times = [by_impl[n][f"{key}_s"] for n in peers if by_impl.get(n, {}).get(f"{key}_s")]
+            speedup = f"{min(times) / ours:.2f}×" if ours and times else "—"
             table.append([label, key, *cells, speedup])
-    headers = ("dtype M×N", "pass", "normkit µs (% copy)", "native µs (% copy)", "compile µs (% copy)",
-               "normkit speed-up vs best peer")
+    headers = ("dtype M×N", "pass", *(f"{name} µs (% copy)" for name in impls),
+               "normkit speed-up vs " + ("best peer" if len(peers) > 1 else ", ".join(peers) or "—"))
     return output.text_table(headers, table)
 
 
@@ -259,7 +269,8 @@ def parser() -> argparse.ArgumentParser:
                     "dtype. By default a representative subset of the grid: every kernel path, feature and "
                     "dtype at least once. On a GPU a first timing table follows. Exit status 0 iff every "
                     "case passes.")
-    p.add_argument("--full", action="store_true", help="every case of the grid, not the representative subset")
+    p.add_argument("--full", action="store_true",
+                   help="every case of the grid, not the representative subset, and torch.compile in the timing table")
     p.add_argument("--quick", action="store_true", help="only the small shapes (on a GPU, plus the first three large ones)")
     p.add_argument("--no-bench", action="store_true", help="skip the timing table that follows on a GPU")
     p.add_argument("--jobs", type=_jobs, metavar="N",
@@ -325,7 +336,7 @@ def main(argv=None) -> int:
     passed = all(r["passed"] for r in rows)
     report["cases"] = [{k: v for k, v in r.items() if k != "cells"} for r in rows]
     if on_gpu and not args.no_bench:
-        passed = _bench(report) and passed
+        passed = _bench(report, bench_impls(args.full)) and passed
     report["passed"] = passed
     failures = sum(not r["passed"] for r in rows)
     print(f"\n{'PASS' if passed else 'FAIL'}: {len(rows) - failures}/{len(rows)} cases pass "
@@ -343,7 +354,7 @@ def _precompile(cases: List[Tuple[int, Case, torch.dtype]], args: argparse.Names
     from .bench import cli
 
     # the timing table's first: torch.compile's are the longest to build, and workers take jobs in order
-    jobs = [] if args.no_bench else [(cli.warm, (case, [n for n in BENCH_IMPLS if n != "native"]))
+    jobs = [] if args.no_bench else [(cli.warm, (case, [n for n in bench_impls(args.full) if n != "native"]))
                                      for case in BENCH_GRID]
     first = len(jobs)
     jobs += [(warm_case, (case, dtype, seed)) for seed, case, dtype in cases]
@@ -355,15 +366,18 @@ def _precompile(cases: List[Tuple[int, Case, torch.dtype]], args: argparse.Names
     return precompile.Pool(jobs, workers), first
 
 
-def _bench(report: Dict) -> bool:
+def _bench(report: Dict, impls: List[str]) -> bool:
     """The first timing table; False when normkit itself fails to run in it."""
     from .bench import cli
 
-    results, env = cli.run(BENCH_GRID, BENCH_IMPLS, torch.device("cuda"))
+    results, env = cli.run(BENCH_GRID, impls, torch.device("cuda"))
     print(f"\nTiming: GPU µs per call, median of CUDA-graph replays, rotating among input sets where one "
           f"call's data would stay in the L2 ({env['l2_bytes'] / 2**20:.0f} MiB, read from the device); "
           f"% copy = minimum bytes moved / time / copy bandwidth ({env['copy_gbps']:.0f} GB/s, measured now)")
     print(timing_summary(results))
+    if "compile" not in impls:
+        print("torch.compile, Liger and quack side by side: python -m normkit bench (benchmarks/README.md); "
+              "--full adds torch.compile here")
     report["bench"] = {"environment": env, "results": results}
     broken = [r for r in results if r["impl"] == "normkit" and r.get("error")]
     for r in broken:

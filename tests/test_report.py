@@ -275,7 +275,7 @@ def test_verify_on_a_gpu_runs_each_case_once_its_job_is_done(monkeypatch, capsys
     monkeypatch.setattr(precompile, "Pool", Recorder)
     monkeypatch.setattr(report, "check", lambda case, dtype, device, seed: events.append(("check", seed)) or {})
     pool, first = report._precompile(items, report.parser().parse_args(["--jobs", "3"]))
-    bench_jobs = [(bench_cli.warm, (case, ["normkit", "compile"])) for case in report.BENCH_GRID]
+    bench_jobs = [(bench_cli.warm, (case, ["normkit"])) for case in report.BENCH_GRID]
     assert pool.jobs == bench_jobs + [(report.warm_case, (case, dtype, seed)) for seed, case, dtype in items]
     assert pool.workers == 3 and first == len(bench_jobs)
     assert "in 3 worker processes" in capsys.readouterr().out
@@ -284,11 +284,11 @@ def test_verify_on_a_gpu_runs_each_case_once_its_job_is_done(monkeypatch, capsys
     monkeypatch.setattr(report, "_backend", lambda on_gpu: "Triton on a pretend GPU")
     monkeypatch.setattr(report.lowlevel, "runtime_info", lambda: {"normkit": "0", "torch": "0", "triton": "0"})
     monkeypatch.setattr(report, "selected", lambda on_gpu, quick, full: items[:2])
-    monkeypatch.setattr(report, "_bench", lambda rep: events.append(("bench",)) or True)
+    monkeypatch.setattr(report, "_bench", lambda rep, impls: events.append(("bench", *impls)) or True)
     events.clear()
     assert report.main(["--jobs", "2"]) == 1  # (check returns nothing: no case passes)
     assert events == [("start", 5, 2), ("wait", 3), ("check", items[0][0]), ("wait", 4), ("check", items[1][0]),
-                      ("close",), ("bench",)]
+                      ("close",), ("bench", "normkit", "native")]
     assert capsys.readouterr().out.count("precompile: 2 of 9 jobs failed") == 1
     events.clear()
     assert report.main(["--jobs", "0", "--no-bench"]) == 1
@@ -299,3 +299,17 @@ def test_bench_warm_runs_every_implementation_once():
     from normkit.bench import cli as bench_cli
 
     bench_cli.warm((torch.float32, 4, 32), ["normkit", "native"], device="cpu")  # raises if one fails
+
+
+def test_timing_summary_compares_with_the_peers_timed():
+    def row(impl, fwd, bwd):
+        return {"impl": impl, "family": "rms", "dtype": "bf16", "m": 16384, "n": 4096, "fwd_s": fwd, "bwd_s": bwd,
+                "fwd_pct": 90.0, "bwd_pct": 95.0}
+
+    default = report.timing_summary([row("normkit", 60e-6, 100e-6), row("native", 90e-6, 200e-6)])
+    assert "normkit speed-up vs native" in default and "compile" not in default
+    assert "1.50×" in default and "2.00×" in default
+    full = report.timing_summary([row("normkit", 60e-6, 100e-6), row("native", 90e-6, 200e-6),
+                                  row("compile", 66e-6, 120e-6)])
+    assert "compile µs (% copy)" in full and "vs best peer" in full
+    assert "1.10×" in full and "1.20×" in full

@@ -112,7 +112,17 @@ def detail_rows(m, n, dtype):
     def launch_bwd_only():
         ops.launch_bwd(xd, dy, dx, weight=wd, dweight=dw, rstd=rstd, eps=1e-6)
 
+    launch_bwd_only()
+    bwd_plan = next(p for k, p in ops.PLANS._plans.items() if k[0] == "bwd" and k[3] == xd.shape)
+    partials = torch.empty(bwd_plan.partials[0], dtype=bwd_plan.partials[1], device="cuda")
+
+    def finisher_only():  # the backward's second launch (what folding the finisher would save)
+        bwd_plan.finish(partials, dw, dw, *bwd_plan.finish_ints)
+
     return {
+        "rms_norm(x) no grad (call plan)": lambda: normkit.rms_norm(xd, wd),
+        "rms_norm(x) with grad (call plan)": lambda: normkit.rms_norm(x, w),
+        "finisher launch alone": finisher_only,
         "rms_norm_fwd (no autograd)": lambda: normkit.rms_norm_fwd(xd, wd, store_rstd=True),
         "rms_norm_bwd (no autograd)": lambda: normkit.rms_norm_bwd(xd, wd, dy, rstd),
         "normkit bwd via autograd": lambda: torch.autograd.grad(y_kept, (x, w), dy, retain_graph=True),
