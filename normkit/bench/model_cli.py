@@ -23,8 +23,8 @@ def method(env: Dict) -> str:
     """What is timed and how: printed above the table."""
     s, c = env["settings"], env["config"]
     heads = f"{c['num_attention_heads']} heads × {c['head_dim']} ({c['num_key_value_heads']} KV)"
-    lines = [f"{env['device']} · torch {env['torch']} · transformers {env['transformers']} · triton {env['triton']} · "
-             f"normkit {env['normkit']} · liger {env['liger']}",
+    lines = [f"{env['device']} · torch {env['torch']} · transformers {env['transformers']} · "
+             f"triton {env['triton']} · normkit {env['normkit']} · liger {env['liger']}",
              f"{s['model']}: {env['config_class']}, {c['num_hidden_layers']} layers, hidden {c['hidden_size']}, "
              f"MLP {c['intermediate_size']}, {heads}, vocab {c['vocab_size']}, {env['parameters'] / 1e6:.4g} M "
              f"parameters, {env['attention']} attention; random weights; {s['dtype']} weights, gradients and AdamW "
@@ -41,7 +41,8 @@ def method(env: Dict) -> str:
     return "\n".join(lines)
 
 
-HEADERS = ("variant", "mode", "step ms, median (p20–p80)", "vs stock", "first step s", "graphs, breaks", "loss vs stock")
+HEADERS = ("variant", "mode", "step ms, median (p20–p80)", "vs stock", "first step s", "graphs, breaks",
+           "loss vs stock")
 
 
 def table_rows(rows: Sequence[Dict]) -> List[List[str]]:
@@ -84,7 +85,8 @@ def parser() -> argparse.ArgumentParser:
                     "normkit.patch vs normkit.patch(fuse_residual=True) vs Liger's RMSNorm, eager and torch.compile. "
                     "Prints step ms, speedup and loss agreement with stock.",
         epilog=f"Without a GPU normkit runs in Triton's interpreter: only --hidden ≤ {CPU_MAX_HIDDEN} and --batch × "
-               f"--seq ≤ {CPU_MAX_TOKENS} run, e.g. `python -m normkit bench --model llama {CPU_EXAMPLE} --modes eager`.")
+               f"--seq ≤ {CPU_MAX_TOKENS} run, e.g. `python -m normkit bench --model llama {CPU_EXAMPLE} "
+               "--modes eager`.")
     default = Settings()
     p.add_argument("--model", required=True, choices=list(MODELS),
                    help="the decoder family, 8 layers of hidden 2048 with its small model's widths")

@@ -74,8 +74,9 @@ def render(rows: Sequence[Dict]) -> str:
         sections.append(f"Profile ({mode}): {clock} ms a step by kernel group, mean of {runs[0]['profile']['steps']} "
                         f"steps\n" + output.text_table(["group", *(r["impl"] for r in runs)], table))
     for r in profiled:
-        sections.append(f"Top kernels: {r['impl']} {r['mode']} ({r['profile']['clock']} µs a step)\n" + output.text_table(
-            ["kernel", "group", "calls", "µs", "share"], _kernel_rows(r["profile"])))
+        title = f"Top kernels: {r['impl']} {r['mode']} ({r['profile']['clock']} µs a step)"
+        sections.append(title + "\n" + output.text_table(["kernel", "group", "calls", "µs", "share"],
+                                                         _kernel_rows(r["profile"])))
     return "\n\n".join(sections)
 
 
