@@ -3,6 +3,7 @@
     python -m normkit                  # verify: the kernels against a float64 reference
     python -m normkit verify --quick   # the same on the small shapes only
     python -m normkit bench --help     # timing against the peers (a GPU)
+    python -m normkit bench --model llama   # training steps of a model, stock vs normkit.patch
     python -m normkit demo             # a tiny model trained with torch's norms and with normkit's
     python -m normkit challenge list   # the LeetGPU-style challenges
 
@@ -19,7 +20,7 @@ from typing import List, Optional
 # name: (module whose main(argv) runs it, one line for --help)
 COMMANDS = {
     "verify": ("normkit.report", "check the kernels vs float64 (default; alias: report)"),
-    "bench": ("normkit.bench", "GPU µs per call, %% of copy bandwidth, vs peers"),
+    "bench": ("normkit.bench", "GPU µs per call, %% of copy vs peers; --model: step ms"),
     "demo": ("normkit.demo", "train a tiny model with torch's, then normkit's norms"),
     "challenge": ("normkit.challenge", "LeetGPU-style RMSNorm challenges and their grader"),
 }

@@ -6,6 +6,8 @@
   families.py RMSNorm, fused residual add + RMSNorm, LayerNorm: their inputs, errors and peers
   output.py   progress bar, text and markdown tables, plot
   cli.py      the command line: grid, measurement loop, JSON
+  model.py    --model: training steps of a Hugging Face model, stock vs patched (model_cli.py: its
+              options, table and files; model_profile.py: --profile's kernel groups)
 """
 
 

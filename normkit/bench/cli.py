@@ -12,6 +12,7 @@ time per call (fwd, and fwd + torch.autograd.grad), and the relative error again
     python -m normkit bench --markdown --json bench.json --csv bench.csv --plot bench.png
     python -m normkit bench --dry-run                         # no GPU: checks the plumbing only
     python -m normkit bench --eager                           # host + device µs per call, eager loop
+    python -m normkit bench --model llama                     # training steps of a model: `normkit.bench.model`
 
 --eager times an eager loop instead (`normkit.bench.eager`): per-call wall time of the forward and
 forward + backward at M = 1 … 16384, the host's Python and launches included.
@@ -28,6 +29,7 @@ import torch
 
 from .. import lowlevel
 from . import eager, output, peers, timing
+from . import model_cli
 from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
 EPS = 1e-6
@@ -289,6 +291,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eager", action="store_true",
                    help="instead: wall µs per call of fwd (no grad), fwd and fwd + bwd in an eager loop, host "
                         "included; default shapes M = 1, 8, 1024, 16384 × N = 4096 bf16")
+    p.add_argument("--model", choices=list(model_cli.MODELS),
+                   help="instead: training steps of a config-sized Hugging Face model, stock vs normkit.patch, eager "
+                        "and compiled, with options of its own (`bench --model llama --help`)")
     p.add_argument("--calls", type=_positive("--calls"), metavar="K",
                    help=f"--eager: calls per timed loop (default {eager.CALLS}; a dry run {eager.DRY_RUN['calls']})")
     p.add_argument("--repeats", type=_positive("--repeats"), metavar="R",
@@ -306,7 +311,11 @@ def _positive(option: str):
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
+    # --model runs normkit.bench.model, whose options are its own; this parser only sees abbreviations of it
+    if any(a == "--model" or a.startswith("--model=") for a in argv) or p.parse_args(argv).model:
+        return model_cli.main(argv)
     args = p.parse_args(argv)
     if not args.eager and (args.calls or args.repeats):
         p.error("--calls and --repeats size the --eager loop; add --eager")
