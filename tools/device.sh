@@ -9,6 +9,9 @@
 #   bench          every family side by side with its peers: $OUT/bench.{json,log} (benchmarks/README.md)
 #   eager          eager wall µs per call against the peers (bench --eager): $OUT/eager.{json,log}
 #   host           host time per call and per layer (tools/profile_host.py --detail): $OUT/host.log
+#   model          training steps of llama, qwen3 (eager with Liger; compiled with --profile) and qwen3-next
+#                  (eager): $OUT/<model>-<mode>.{json,log}
+#   cold           python -m normkit with Triton's and Inductor's caches emptied, timed: $OUT/cold.{log,json}
 #   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
 #   memcheck | memcheck_split | racecheck | initcheck
 #                  compute-sanitizer over tools/sanitize_sweep.py (docs/reliability.md)
@@ -17,7 +20,7 @@
 #
 # Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
 set -o pipefail
-case ${1:-} in -h|--help|help|"") sed -n '2,18p' "$0"; exit 0 ;; esac
+case ${1:-} in -h|--help|help|"") sed -n '2,21p' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -63,6 +66,21 @@ run_step() {
         --markdown --json "$OUT/eager.json" > "$OUT/eager.log" 2>&1
       echo "eager rc=$?"; grep -E "^\|" "$OUT/eager.log" | tail -20 ;;
     host) timeout 240 $PY tools/profile_host.py --detail > "$OUT/host.log" 2>&1; echo "host rc=$?"; head -60 "$OUT/host.log" ;;
+    model)
+      for m in llama qwen3; do
+        timeout 200 $PY -m normkit bench --model $m --modes eager --variants stock,patched,fused,liger --markdown \
+          --json "$OUT/$m-eager.json" > "$OUT/$m-eager.log" 2>&1; echo "$m eager rc=$?"; grep -E "^\|" "$OUT/$m-eager.log"
+        timeout 240 $PY -m normkit bench --model $m --modes compile --variants stock,patched,fused --profile --markdown \
+          --json "$OUT/$m-compile.json" > "$OUT/$m-compile.log" 2>&1; echo "$m compile rc=$?"
+        grep -E "^\|" "$OUT/$m-compile.log" | head -8
+      done
+      timeout 150 $PY -m normkit bench --model qwen3-next --modes eager --variants stock,patched,liger --markdown \
+        --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
+      grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
+    cold)
+      rm -rf ~/.triton/cache /tmp/torchinductor_* 2>/dev/null
+      ( time timeout 200 $PY -m normkit --json "$OUT/cold.json" > "$OUT/cold.log" 2>&1 ) 2>&1 | tail -3
+      tail -12 "$OUT/cold.log" ;;
     sweep)
       timeout "${SWEEP_LIMIT:-90}" $PY tools/sanitize_sweep.py > "$OUT/sweep.log" 2>&1
       echo "sweep (exit $?):"; grep -E "FAIL|sanitize_sweep:" "$OUT/sweep.log" | tail -5 ;;
@@ -72,7 +90,7 @@ run_step() {
     initcheck)      sanitize initcheck 50 initcheck --split exclude --widths lo ;;
     huge) timeout 80 $PY tools/check_huge.py 2>&1 | tee "$OUT/huge.log" | tail -6 ;;
     reliability) for s in sweep memcheck memcheck_split racecheck initcheck huge; do run_step "$s"; done ;;
-    -h|--help|help) sed -n '2,18p' "$0" ;;
+    -h|--help|help) sed -n '2,21p' "$0" ;;
     *) echo "tools/device.sh: unknown subcommand '$1' (see: bash tools/device.sh --help)" >&2; return 2 ;;
   esac
 }
