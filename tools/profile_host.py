@@ -104,6 +104,31 @@ def detail_rows(m, n, dtype):
         def backward(ctx, g):
             return g, None
 
+    class Allocating(torch.autograd.Function):  # PassThrough whose backward allocates as normkit's does
+        @staticmethod
+        def forward(ctx, a, b):
+            return a.view_as(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            torch.empty((4, n), device="cuda")  # (the partial sums)
+            return torch.empty_like(g), torch.empty_like(b_)
+
+    b_ = w.detach()
+    y_pass, y_alloc = PassThrough.apply(x, w), Allocating.apply(x, w)
+    torch.autograd.grad(y_kept, (x, w), dy, retain_graph=True)
+    (bwd_planned,) = y_kept.grad_fn.meta[10].bwd.values()  # (the call plan NormFunction kept)
+
+    def without_launches(fn):  # normkit's backward with its two launches replaced by nothing
+        def run():
+            go, finish = bwd_planned.go, bwd_planned.finish
+            bwd_planned.go = bwd_planned.finish = lambda *a: None
+            try:
+                return fn()
+            finally:
+                bwd_planned.go, bwd_planned.finish = go, finish
+        return run
+
     dx, dw = torch.empty_like(xd), torch.empty_like(wd)
 
     def launch_only():
@@ -127,6 +152,11 @@ def detail_rows(m, n, dtype):
         "rms_norm_bwd (no autograd)": lambda: normkit.rms_norm_bwd(xd, wd, dy, rstd),
         "normkit bwd via autograd": lambda: torch.autograd.grad(y_kept, (x, w), dy, retain_graph=True),
         "native bwd via autograd": lambda: torch.autograd.grad(y_native, (x, w), dy, retain_graph=True),
+        "normkit bwd via autograd, no launch": without_launches(
+            lambda: torch.autograd.grad(y_kept, (x, w), dy, retain_graph=True)),
+        "empty Function bwd via autograd": lambda: torch.autograd.grad(y_pass, (x, w), dy, retain_graph=True,
+                                                                       allow_unused=True),
+        "empty Function bwd, 3 allocations": lambda: torch.autograd.grad(y_alloc, (x, w), dy, retain_graph=True),
         "ops.launch_fwd (preallocated)": launch_only,
         "ops.launch_fwd, plans off": with_mode("off", launch_only),
         "ops.launch_bwd (preallocated)": launch_bwd_only,
