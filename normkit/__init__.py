@@ -14,7 +14,7 @@ from .functional import layer_norm, rms_norm
 from .lowlevel import layer_norm_bwd, layer_norm_fwd, rms_norm_bwd, rms_norm_fwd
 from .modules import FusedAddRMSNorm, LayerNorm, RMSNorm
 from .integrations import patch
-from .ops import CompileFallbackWarning
+from .variant import CompileFallbackWarning
 
 __all__ = [
     "rms_norm", "layer_norm", "rms_norm_fwd", "rms_norm_bwd", "layer_norm_fwd", "layer_norm_bwd",

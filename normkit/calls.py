@@ -27,7 +27,7 @@ from typing import Optional
 
 import torch
 
-from . import launch, ops
+from . import launch, launchers, ops
 from .plan import CALLS, _get_device  # noqa: F401  (CALLS: read as calls.CALLS)
 
 _Tensor, _Parameter = torch.Tensor, torch.nn.Parameter
@@ -94,8 +94,9 @@ class FwdCall:
     def forward(self, x, weight, bias, residual, gate):
         """(out, residual_out, mean, rstd) for these tensors (of the signature's shapes: any rank),
         None for what is not produced; launched through the plan."""
-        return ops.planned_fwd(self.plan, x, weight, bias, residual, gate, self.out_dtype, self.residual_out_dtype,
-                               self.store_stats, self.is_rms_norm, self.eps, self.weight_offset)
+        return launchers.planned_fwd(self.plan, x, weight, bias, residual, gate, self.out_dtype,
+                                     self.residual_out_dtype, self.store_stats, self.is_rms_norm, self.eps,
+                                     self.weight_offset)
 
     def backward(self, h, weight, gate, mean, rstd, dout, dresidual_out, bias_shape, bias_dtype, x_hat_dtype):
         """(dx, dweight, dbias, dgate) of the forward this call ran (h: x or residual_out, 2-D), through the
@@ -108,16 +109,17 @@ class FwdCall:
         dx, dweight, dbias, dgate = outputs = ops._bwd_outputs(h, weight, bias_shape, bias_dtype, gate)
         if planned is not None:
             if planned.device is None:
-                ops._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx, dweight, dbias,
-                                     dgate, self.eps, self.weight_offset)
+                launchers._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx, dweight,
+                                           dbias, dgate, self.eps, self.weight_offset)
             else:
                 with torch.cuda.device(planned.device):
-                    ops._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx, dweight,
-                                         dbias, dgate, self.eps, self.weight_offset)
+                    launchers._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx,
+                                               dweight, dbias, dgate, self.eps, self.weight_offset)
             return outputs
-        planned = ops.launch_bwd(h, dout, dx, weight=weight, dweight=dweight, dbias=dbias, dresidual_out=dresidual_out,
-                                 mean=mean, rstd=rstd, eps=self.eps, weight_offset=self.weight_offset,
-                                 is_rms_norm=self.is_rms_norm, x_hat_dtype=x_hat_dtype, gate=gate, dgate=dgate)
+        planned = launchers.launch_bwd(h, dout, dx, weight=weight, dweight=dweight, dbias=dbias,
+                                       dresidual_out=dresidual_out, mean=mean, rstd=rstd, eps=self.eps,
+                                       weight_offset=self.weight_offset, is_rms_norm=self.is_rms_norm,
+                                       x_hat_dtype=x_hat_dtype, gate=gate, dgate=dgate)
         if planned is not None and _plain(dout) and _plain(dresidual_out) and len(self.bwd) < MAX_GRADIENT_SIGNATURES:
             self.bwd[key] = planned
         return outputs

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import normkit
-from normkit import ops
+from normkit import launchers
 from tests.feature_cases import DTYPES, Case, _make_case_inputs
 
 NAMES = ("x", "weight", "bias", "residual")
@@ -18,7 +18,7 @@ def path(request, monkeypatch, device) -> str:
     """Where normkit computes — its kernels (Triton's interpreter on CPU) or the plain-PyTorch CPU
     path (`normkit.reference`, what CPU tensors take without TRITON_INTERPRET); returns the device."""
     if request.param == "reference":
-        monkeypatch.setattr(ops, "uses_triton", lambda device: False)
+        monkeypatch.setattr(launchers, "uses_triton", lambda device: False)
         return "cpu"
     return device
 

@@ -353,7 +353,7 @@ def config_problems(backward: bool, *, multiprocessors: int = 1, interpret: bool
                     n_max: int = N_MAX) -> List[ConfigProblem]:
     """For each configuration the heuristics can pick, the problems that run it: both widths,
     rows enough for several row blocks per program (multiprocessors: the SM count assumed by
-    the backward grid; tests monkeypatch `ops.multiprocessor_count` to it; split configurations
+    the backward grid; tests monkeypatch `launchers.multiprocessor_count` to it; split configurations
     keep the H200's 132, every part of a row needing a resident program)."""
     problems = []
     for config, (n_lo, n_hi) in heuristic_configs(backward, interpret, n_max).items():

@@ -13,7 +13,8 @@ from unittest import mock
 import torch
 
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops
+from normkit import reference as normkit_reference
 from tests.feature_cases import _assert_rounded_sum
 from tests.utils import ELEM_TOL, REL_TOL
 
@@ -154,7 +155,7 @@ def grid(multiprocessors: Optional[int], gpu_finisher: bool):
     optionally the GPU's dweight finisher tiles (G rows × 16 or more columns) instead of the interpreter's."""
     with contextlib.ExitStack() as stack:
         if multiprocessors is not None:
-            stack.enter_context(mock.patch.object(ops, "multiprocessor_count", lambda device: multiprocessors))
+            stack.enter_context(mock.patch.object(launchers, "multiprocessor_count", lambda device: multiprocessors))
         if gpu_finisher:
             real = cfg.finish_config
             stack.enter_context(mock.patch.object(cfg, "finish_config", lambda interpret, rows, n: real(False, rows, n)))
@@ -207,7 +208,7 @@ def run_forced(problem, family, dtype, *, recompute, seed=0):
             _assert_rounded_sum(residual_out, x, residual, dtype)
         return
     h = x if residual is None else (x.float() + residual.float()).to(dtype)
-    stats = None if recompute else ops.reference.norm_fwd(h, None, eps=eps, is_rms_norm=rms)
+    stats = None if recompute else normkit_reference.norm_fwd(h, None, eps=eps, is_rms_norm=rms)
     dx_buf, dx = guarded((m, n), dtype, rows=True)
     dw_buf, dweight = guarded((n,), dtype)
     db_buf, dbias = guarded((n,), dtype) if bias is not None else (None, None)

@@ -5,7 +5,7 @@ Out of memory: every allocation normkit makes happens before its first kernel la
 surfaces as PyTorch's own `torch.OutOfMemoryError` and leaves the caller's tensors (inputs,
 existing .grad, caller-provided outputs of the low-level launchers) exactly as they were. On the
 CPU the error is injected at each allocation in turn (a stand-in for the `torch` module inside
-normkit.ops); on a GPU a real one is provoked.
+normkit.ops and normkit.launchers, the modules that allocate); on a GPU a real one is provoked.
 
 Compile failure: when Triton cannot build a launch configuration (CompilationError, PTXASError,
 OutOfResources, or a RuntimeError "PassManager::run failed" from an MLIR pass that asserted), normkit warns with `normkit.CompileFallbackWarning` once and runs a conservative
@@ -21,16 +21,18 @@ import torch
 
 import normkit
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops, variant
 from tests.utils import assert_matches
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ALLOCATORS = ("empty", "zeros", "empty_like", "zeros_like")
+# Where normkit allocates: the outputs (ops), the scratch buffers and a plan's outputs (launchers).
+ALLOCATING_MODULES = (ops, launchers)
 
 
 class _OutOfMemoryAt:
-    """Stands in for `torch` inside normkit.ops: allocation number `at` (1-based; 0: none) raises
-    torch.OutOfMemoryError. Counts the allocations it saw."""
+    """Stands in for `torch` inside the modules that allocate: allocation number `at` (1-based; 0: none)
+    raises torch.OutOfMemoryError. Counts the allocations it saw."""
 
     def __init__(self, at: int):
         self.at, self.count = at, 0
@@ -47,6 +49,12 @@ class _OutOfMemoryAt:
             return attr(*args, **kwargs)
 
         return allocate
+
+
+def _allocate_with(monkeypatch, stand_in) -> None:
+    """One `torch` for every module that allocates, so allocations are counted in the order they happen."""
+    for module in ALLOCATING_MODULES:
+        monkeypatch.setattr(module, "torch", stand_in)
 
 
 def _leaves(norm, seed=0):
@@ -69,14 +77,14 @@ def _fwd_bwd(norm, leaves, dy):
 @pytest.mark.parametrize("norm", ["rms_norm", "layer_norm"])
 def test_out_of_memory_at_each_allocation_leaves_caller_tensors_untouched(norm, monkeypatch):
     counter = _OutOfMemoryAt(0)
-    monkeypatch.setattr(ops, "torch", counter)
+    _allocate_with(monkeypatch, counter)
     leaves, dy = _leaves(norm)
     _fwd_bwd(norm, leaves, dy)
     allocations = counter.count
     assert allocations >= 4  # y, residual_out, statistics; dx, partials, parameter gradients
 
     for at in range(1, allocations + 1):
-        monkeypatch.setattr(ops, "torch", _OutOfMemoryAt(at))
+        _allocate_with(monkeypatch, _OutOfMemoryAt(at))
         leaves, dy = _leaves(norm)
         before = [(leaf.detach().clone(), leaf.grad.clone()) for leaf in leaves]
         with pytest.raises(torch.OutOfMemoryError, match=f"allocation {at}"):
@@ -86,7 +94,7 @@ def test_out_of_memory_at_each_allocation_leaves_caller_tensors_untouched(norm, 
             assert torch.equal(leaf.grad, grad), f"allocation {at}: an existing .grad changed"
 
     # Nothing cached a broken state: the same call now succeeds and matches the reference.
-    monkeypatch.setattr(ops, "torch", torch)
+    _allocate_with(monkeypatch, torch)
     leaves, dy = _leaves(norm)
     for leaf in leaves:
         leaf.grad = None
@@ -108,7 +116,7 @@ def test_out_of_memory_in_the_low_level_backward_leaves_its_outputs_unwritten(mo
     x, dy = (torch.randn(9, 40, generator=g).to(DEVICE) for _ in range(2))
     weight = torch.ones(40, device=DEVICE)
     dx, dweight, dbias = torch.full_like(x, float("nan")), torch.full_like(weight, 5.0), torch.full_like(weight, 6.0)
-    monkeypatch.setattr(ops, "torch", _OutOfMemoryAt(1))  # the first buffer: a partial-sum buffer
+    _allocate_with(monkeypatch, _OutOfMemoryAt(1))  # the first buffer: a partial-sum buffer
     with pytest.raises(torch.OutOfMemoryError):
         ops.launch_bwd(x, dy, dx, weight=weight, dweight=dweight, dbias=dbias, eps=1e-5, is_rms_norm=False)
     assert torch.isnan(dx).all() and (dweight == 5.0).all() and (dbias == 6.0).all()
@@ -151,9 +159,9 @@ def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
     """Whole-row tiles (what the heuristics pick here) 'fail to compile'; the column-tiled
     fallback computes the same outputs and gradients; the failing configuration is not tried
     again and the warning is not repeated."""
-    monkeypatch.setattr(ops, "_failed_configs", set())
-    # the forward launches with ops.launch, the backward's persistent grid with ops.launch_fitted
-    real, attempts = {"launch": ops.launch, "launch_fitted": ops.launch_fitted}, []
+    monkeypatch.setattr(variant, "_failed_configs", set())
+    # the forward launches with launch, the backward's persistent grid with launch_fitted
+    real, attempts = {"launch": launchers.launch, "launch_fitted": launchers.launch_fitted}, []
 
     def failing(name):
         def launch(fn, grid, *args, **kwargs):
@@ -170,8 +178,8 @@ def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
     y_expected = _fwd_bwd(norm, expected_leaves, dy)  # the heuristic's own configuration
 
     for name in real:
-        monkeypatch.setattr(ops, name, failing(name))
-    ops.clear_plans()  # (the expected run's plans launch without ops.launch)
+        monkeypatch.setattr(launchers, name, failing(name))
+    ops.clear_plans()  # (the expected run's plans launch without launchers.launch)
     with pytest.warns(normkit.CompileFallbackWarning, match=f"failed to compile.*{kind}") as record:
         y = _fwd_bwd(norm, leaves, dy)
     fallbacks = [w for w in record if issubclass(w.category, normkit.CompileFallbackWarning)]
@@ -189,24 +197,24 @@ def test_compile_failure_falls_back_with_one_warning(kind, norm, monkeypatch):
 
 
 def test_other_errors_and_a_failing_fallback_propagate(monkeypatch):
-    monkeypatch.setattr(ops, "_failed_configs", set())
-    real_launch = ops.launch
+    monkeypatch.setattr(variant, "_failed_configs", set())
+    real_launch = launchers.launch
     x = torch.randn(3, 40, device=DEVICE)
 
     def broken(fn, grid, *args, **kwargs):
         raise RuntimeError("not a compile error")
 
-    monkeypatch.setattr(ops, "launch", broken)
+    monkeypatch.setattr(launchers, "launch", broken)
     with pytest.raises(RuntimeError, match="not a compile error"):
         normkit.rms_norm(x)
 
     def nothing_compiles(fn, grid, *args, **kwargs):
         raise _compile_error("PTXASError")
 
-    monkeypatch.setattr(ops, "launch", nothing_compiles)
+    monkeypatch.setattr(launchers, "launch", nothing_compiles)
     with pytest.warns(normkit.CompileFallbackWarning), pytest.raises(type(_compile_error("PTXASError"))):
         normkit.rms_norm(x)
-    monkeypatch.setattr(ops, "launch", real_launch)
+    monkeypatch.setattr(launchers, "launch", real_launch)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="Triton's GPU compiler")

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import normkit
-from normkit import ops
+from normkit import launchers
 from tests.utils import assert_matches, make_inputs
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -171,7 +171,7 @@ def test_cuda_graph_capture_and_replay():
 
 def test_cpu_pytorch_path_without_interpreter(monkeypatch):
     """Without TRITON_INTERPRET, CPU tensors take the plain-PyTorch path: same semantics."""
-    monkeypatch.setattr(ops, "uses_triton", lambda device: False)
+    monkeypatch.setattr(launchers, "uses_triton", lambda device: False)
     x, w, dy = make_inputs(7, 50, torch.bfloat16, "cpu")
     x.requires_grad_()
     w.requires_grad_()
@@ -192,7 +192,7 @@ def test_low_level_entry_points_return_no_graph(plain, device, monkeypatch):
     """rms_norm_fwd / _bwd and layer_norm_fwd / _bwd have no autograd: their outputs carry no graph even
     for inputs that require grad — on the plain-PyTorch CPU path too, which computes with torch ops."""
     if plain:
-        monkeypatch.setattr(ops, "uses_triton", lambda device: False)
+        monkeypatch.setattr(launchers, "uses_triton", lambda device: False)
         device = "cpu"
     x, w, dy = make_inputs(4, 32, torch.float32, device)
     r = torch.randn_like(x)

@@ -16,7 +16,7 @@ import torch
 
 import normkit
 from normkit import config as cfg
-from normkit import lowlevel, ops, reference
+from normkit import launchers, lowlevel, ops, reference, variant
 from tests.test_patch import _loss_and_grads, ran_normkit
 from tests.utils import assert_matches
 
@@ -128,8 +128,8 @@ def test_strided_gate_and_a_float32_gate_beside_bfloat16(device):
 
 
 def test_split_rows_are_never_picked_with_a_gate():
-    """The heuristics split the widest rows on a GPU (H200: 132 SMs); with a gate ops asks them with 0
-    SMs, so they pick whole rows or column tiles instead. A forced split config is refused."""
+    """The heuristics split the widest rows on a GPU (H200: 132 SMs); with a gate the launchers ask them
+    with 0 SMs, so they pick whole rows or column tiles instead. A forced split config is refused."""
     ungated_splits = 0
     for n in (16384, 32768, 65536, 131072, 262144):
         for backward in (False, True):
@@ -138,15 +138,15 @@ def test_split_rows_are_never_picked_with_a_gate():
                 if not backward:
                     scenario.pop("recompute", None)
                 ungated_splits += cfg.tile_config(n, backward, False, multiprocessors=132, **scenario).split
-                picked = cfg.tile_config(n, backward, False, multiprocessors=ops._sms_for_tiles(object(), 132),
+                picked = cfg.tile_config(n, backward, False, multiprocessors=variant.sms_for_tiles(object(), 132),
                                          **scenario)
                 assert not picked.split, (n, backward, scenario, picked)
-    assert ungated_splits >= 10 and ops._sms_for_tiles(None, 132) == 132
-    # whole rows hold a third input row (the gate): half the rows a tile (ops._gated_backward_tile)
-    assert ops._gated_backward_tile(cfg.TileConfig(16, 128, True, async_stages=3)) == cfg.TileConfig(
+    assert ungated_splits >= 10 and variant.sms_for_tiles(None, 132) == 132
+    # whole rows hold a third input row (the gate): half the rows a tile (variant.gated_backward_tile)
+    assert variant.gated_backward_tile(cfg.TileConfig(16, 128, True, async_stages=3)) == cfg.TileConfig(
         8, 128, True, async_stages=3)
-    assert ops._gated_backward_tile(cfg.TileConfig(1, 8192, True)).block_m == 1
-    assert ops._gated_backward_tile(cfg.TileConfig(2, 4096, False)).block_m == 2  # (column tiles: as picked)
+    assert variant.gated_backward_tile(cfg.TileConfig(1, 8192, True)).block_m == 1
+    assert variant.gated_backward_tile(cfg.TileConfig(2, 4096, False)).block_m == 2  # (column tiles: as picked)
     x = torch.randn(4, 64, device="cuda" if torch.cuda.is_available() else "cpu")  # (a launch, not the CPU path)
     split = cfg.TileConfig(1, 32, True, split=True)
     with pytest.raises(ValueError, match="not split rows"):
@@ -264,7 +264,7 @@ def test_gate_is_part_of_the_launch_signature(device):
 
 def test_cpu_path_without_the_interpreter(monkeypatch):
     """Without the interpreter CPU tensors take reference.py, with the same semantics."""
-    monkeypatch.setattr(ops, "uses_triton", lambda device: False)
+    monkeypatch.setattr(launchers, "uses_triton", lambda device: False)
     x, weight, gate, dy = _inputs((5, 96), BF16, "cpu")
     leaves = [t.clone().requires_grad_() for t in (x, weight, gate)]
     y = normkit.rms_norm(*leaves[:2], gate=leaves[2], eps=EPS, casting_mode="llama")
@@ -422,10 +422,10 @@ def test_a_gate_never_takes_split_rows_even_when_the_device_would_split():
 def test_the_gated_backward_takes_column_tiles_past_8192():
     """Rows wider than 8192 in the gated backward take column tiles (a whole row of 16384 holding x, dy
     and the gate spilled on the H200: 4494 µs at bf16 4096×16384); narrower whole rows take half the rows."""
-    from normkit import config as cfg, ops
+    from normkit import config as cfg
 
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    wide = ops._gated_backward_tile(pick(16384, True, False, multiprocessors=0, element_size=2))
-    assert not wide.one_tile and not wide.split and wide == ops._GATED_WIDE_BACKWARD
+    wide = variant.gated_backward_tile(pick(16384, True, False, multiprocessors=0, element_size=2))
+    assert not wide.one_tile and not wide.split and wide == variant.GATED_WIDE_BACKWARD
     narrow = pick(128, True, False, multiprocessors=0, element_size=2)
-    assert ops._gated_backward_tile(narrow).block_m == max(1, narrow.block_m // 2)
+    assert variant.gated_backward_tile(narrow).block_m == max(1, narrow.block_m // 2)

@@ -18,7 +18,7 @@ from utils import run_in_threads
 
 import normkit
 from normkit import launch as L
-from normkit import ops
+from normkit import launchers, ops
 from normkit._runtime import interpret, kernels
 
 triton = pytest.importorskip("triton")
@@ -240,8 +240,8 @@ def test_launch_fitted_chooses_the_grid_from_the_compiled_kernel(fake_gpu):
 def test_fitted_launch_of_a_kernel_that_failed_to_load_raises_its_error_again(fake_gpu):
     """A kernel Triton could not load (more shared memory than the device has) keeps the error
     in its `run` and has no n_regs: the next launch_fitted of it (say, the same tile with another
-    programs_per_sm) raises that OutOfResources again (which ops' fallback handles), not an
-    AttributeError from the grid function."""
+    programs_per_sm) raises that OutOfResources again (which the launchers' compile fallback handles), not
+    an AttributeError from the grid function."""
     import functools
 
     from triton.compiler.compiler import _raise_error
@@ -520,7 +520,7 @@ def test_dependent_launch_changes_no_bit(family, monkeypatch):
             captured = backward()
     graph.replay()
     torch.cuda.synchronize()
-    monkeypatch.setattr(ops, "dependent_launch", lambda device: False)
+    monkeypatch.setattr(launchers, "dependent_launch", lambda device: False)
     without = backward()
     torch.cuda.synchronize()
     _same(without, with_pdl)

@@ -8,7 +8,7 @@ import torch
 
 import normkit
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops, variant
 from tests.utils import assert_matches, make_inputs, ref_bwd, ref_fwd
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
@@ -182,7 +182,7 @@ def test_forced_configs_write_every_element(config, recompute, device):
 
 def test_more_programs_than_rows_still_write_partials(device, monkeypatch):
     """The persistent grid may hold programs that own no row: their partial rows must be zeros."""
-    monkeypatch.setattr(ops, "multiprocessor_count", lambda device: 64)
+    monkeypatch.setattr(launchers, "multiprocessor_count", lambda device: 64)
     x, w, dy = make_inputs(5, 48, torch.float32, device, seed=9)
     config = cfg.TileConfig(block_m=1, block_n=16, one_tile=False, programs_per_sm=1)
     dx, dweight = torch.empty(5, 48, device=device), torch.full((48,), 7.0, device=device)
@@ -217,11 +217,11 @@ def test_grid_shrinks_to_the_programs_that_fit(device, monkeypatch):
     buffer's length in)."""
     from normkit import reference
 
-    monkeypatch.setattr(ops, "multiprocessor_count", lambda device: 4)
-    monkeypatch.setattr(ops, "_resident", lambda kernel, device: 1)
+    monkeypatch.setattr(launchers, "multiprocessor_count", lambda device: 4)
+    monkeypatch.setattr(launchers, "_resident", lambda kernel, device: 1)
     launched = []
-    real = ops.launch_fitted
-    monkeypatch.setattr(ops, "launch_fitted", lambda fn, grid, *a, **k: launched.append(real(fn, grid, *a, **k))
+    real = launchers.launch_fitted
+    monkeypatch.setattr(launchers, "launch_fitted", lambda fn, grid, *a, **k: launched.append(real(fn, grid, *a, **k))
                         or launched[-1])
     x, w, dy = make_inputs(20, 48, torch.float32, device, seed=3)
     b = torch.zeros(48, device=device)
@@ -245,7 +245,7 @@ def test_grid_fits_the_compiled_kernel_on_the_gpu(monkeypatch):
     from normkit._runtime import multiprocessor_limits
 
     seen = []
-    real = ops.launch_fitted
+    real = launchers.launch_fitted
 
     def spy(fn, grid, *args, **kwargs):
         def grid_for(kernel):
@@ -253,13 +253,13 @@ def test_grid_fits_the_compiled_kernel_on_the_gpu(monkeypatch):
             return seen[-1][1]
         return real(fn, grid_for, *args, **kwargs)
 
-    monkeypatch.setattr(ops, "launch_fitted", spy)
+    monkeypatch.setattr(launchers, "launch_fitted", spy)
     x, w, dy = make_inputs(4096, 2048, torch.float32, "cuda", seed=5)
     dres = torch.randn_like(x)
     dx, dweight = torch.empty_like(x), torch.empty_like(w)
     ops.launch_bwd(x, dy, dx, weight=w, dweight=dweight, dresidual_out=dres, eps=1e-6)
     (kernel, grid), = seen
-    sms = ops.multiprocessor_count(x.device)
+    sms = launchers.multiprocessor_count(x.device)
     fit = cfg.resident_programs(kernel.n_regs, kernel.metadata.num_warps, kernel.metadata.shared,
                                 *multiprocessor_limits(x.device))
     asked = cfg.tile_config(2048, True, False, multiprocessors=sms, residual=True, element_size=4).programs_per_sm
@@ -345,17 +345,17 @@ def test_backward_stages_loads_for_two_byte_rows_of_128_256_and_1024_to_8192():
 
 
 def test_vector_aligned_rows():
-    """ops._vector_aligned: what picks a staged backward tile (N, row strides, column strides and
+    """variant.vector_aligned: what picks a staged backward tile (N, row strides, column strides and
     data pointers as Triton's launch specialises them)."""
     x = torch.empty(8, 2048, dtype=torch.bfloat16)
-    assert ops._vector_aligned(2048, x, torch.empty_like(x), torch.empty_like(x), None)
-    assert ops._vector_aligned(1024, x[:, :1024])  # a column slice: row stride 2048
-    assert not ops._vector_aligned(1000, x[:, :1000])  # N not a multiple of 16
-    assert ops._vector_aligned(1024, x[:, 8:1032])  # data 16 bytes in: still aligned
-    assert not ops._vector_aligned(1024, x[:, 1:1025])  # data 2 bytes in
-    assert not ops._vector_aligned(1000, torch.empty(8, 1000, dtype=torch.bfloat16))
-    assert not ops._vector_aligned(2048, x, torch.empty(2048, 8, dtype=torch.bfloat16).t())  # column stride 8
-    assert not ops._vector_aligned(1024, torch.empty(8, 1032, dtype=torch.bfloat16)[:, :1024])  # row stride 1032
+    assert variant.vector_aligned(2048, x, torch.empty_like(x), torch.empty_like(x), None)
+    assert variant.vector_aligned(1024, x[:, :1024])  # a column slice: row stride 2048
+    assert not variant.vector_aligned(1000, x[:, :1000])  # N not a multiple of 16
+    assert variant.vector_aligned(1024, x[:, 8:1032])  # data 16 bytes in: still aligned
+    assert not variant.vector_aligned(1024, x[:, 1:1025])  # data 2 bytes in
+    assert not variant.vector_aligned(1000, torch.empty(8, 1000, dtype=torch.bfloat16))
+    assert not variant.vector_aligned(2048, x, torch.empty(2048, 8, dtype=torch.bfloat16).t())  # column stride 8
+    assert not variant.vector_aligned(1024, torch.empty(8, 1032, dtype=torch.bfloat16)[:, :1024])  # row stride 1032
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
@@ -396,8 +396,8 @@ def test_backward_register_cap_reaches_the_launch(device, monkeypatch):
     from normkit import reference
 
     seen = []
-    real = ops.launch_fitted
-    monkeypatch.setattr(ops, "launch_fitted", lambda fn, grid, *a, **k: seen.append(k.get("maxnreg"))
+    real = launchers.launch_fitted
+    monkeypatch.setattr(launchers, "launch_fitted", lambda fn, grid, *a, **k: seen.append(k.get("maxnreg"))
                         or real(fn, grid, *a, **k))
     m, n = 19, 200
     g = torch.Generator().manual_seed(11)
@@ -481,8 +481,9 @@ def test_layer_norm_rows_without_masks(device, monkeypatch):
     from normkit import reference
 
     seen = []
-    real = ops.launch
-    monkeypatch.setattr(ops, "launch", lambda fn, grid, *a, **k: seen.append(k.get("EVEN_ROWS")) or real(fn, grid, *a, **k))
+    real = launchers.launch
+    monkeypatch.setattr(launchers, "launch",
+                        lambda fn, grid, *a, **k: seen.append(k.get("EVEN_ROWS")) or real(fn, grid, *a, **k))
     # (3, 256): a partial row block (M not a multiple of BLOCK_M); (5, 1000): N below BLOCK_N
     for m, n, rms, even in ((64, 256, False, True), (3, 256, False, False), (5, 1000, False, False),
                             (4, 64, False, True), (64, 256, True, False)):
@@ -510,8 +511,8 @@ def test_forward_adds_the_weight_offset_only_where_it_can_be_nonzero(device, mon
     from normkit import reference
 
     seen = []
-    real = ops.launch
-    monkeypatch.setattr(ops, "launch",
+    real = launchers.launch
+    monkeypatch.setattr(launchers, "launch",
                         lambda fn, grid, *a, **k: seen.append(k.get("HAS_WEIGHT_OFFSET")) or real(fn, grid, *a, **k))
     m, n = 6, 300
     for rms, offset, flag in ((False, 0.0, False), (False, 0.75, True), (True, 0.0, True), (True, 1.0, True)):
@@ -535,8 +536,8 @@ def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypa
     from normkit import reference
 
     seen = []
-    real = ops.launch
-    monkeypatch.setattr(ops, "launch", lambda fn, grid, *a, **k: seen.append((k.get("RELOAD"), k.get("maxnreg")))
+    real = launchers.launch
+    monkeypatch.setattr(launchers, "launch", lambda fn, grid, *a, **k: seen.append((k.get("RELOAD"), k.get("maxnreg")))
                         or real(fn, grid, *a, **k))
     m, n, heads = 6, 96, 3
     for rms, residual, per_head in ((True, False, False), (False, False, False), (True, True, False),

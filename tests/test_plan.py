@@ -20,7 +20,7 @@ from utils import assert_matches, run_in_threads
 import normkit
 from normkit import config as cfg
 from normkit import launch as L
-from normkit import ops, plan, reference
+from normkit import launchers, ops, plan, reference
 
 triton = pytest.importorskip("triton")
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -247,8 +247,8 @@ def test_the_key_is_at_least_as_fine_as_tritons_specialization(monkeypatch):
     if not triton.__version__.startswith("3.6."):
         pytest.skip("checked against Triton 3.6's specialization")
     launched = []
-    real = ops.launch
-    monkeypatch.setattr(ops, "launch",
+    real = launchers.launch
+    monkeypatch.setattr(launchers, "launch",
                         lambda fn, grid, *a, **k: launched.append((grid, a, k)) or real(fn, grid, *a, **k))
     g = torch.Generator().manual_seed(2)
     buf, weight = _rand(g, (9 * 64,), F32), _rand(g, (64,), F32)
@@ -381,7 +381,7 @@ def test_split_rows_plan_is_bitwise_the_full_path(opts):
     """Rows of 128 KB split across programs on an H200-class GPU (the heuristics' choice): the plan
     allocates zeroed exchange slots each call; misses, hits and plans off agree bit for bit."""
     n = 65536
-    config = cfg.tile_config(n, False, False, multiprocessors=ops.multiprocessor_count(torch.device("cuda")),
+    config = cfg.tile_config(n, False, False, multiprocessors=launchers.multiprocessor_count(torch.device("cuda")),
                              residual=bool(opts.get("residual")), layer_norm=bool(opts.get("layer_norm")),
                              element_size=2)
     if not config.split:

@@ -53,7 +53,7 @@ except ImportError:  # the two @given tests skip; every other test here runs wit
 
 import normkit  # noqa: E402
 from normkit import config as cfg  # noqa: E402
-from normkit import ops  # noqa: E402
+from normkit import launchers, ops, variant  # noqa: E402
 from normkit._runtime import interpret  # noqa: E402
 from tests.config_cases import (ELEMENT_SIZE_SCENARIOS, GPU_SCENARIOS, INTERPRET_N_MAX,  # noqa: E402
                                 LAYER_NORM_SCENARIOS, RECOMPUTE_SCENARIOS, RESIDUAL_SCENARIOS,
@@ -259,10 +259,10 @@ def test_public_api_matches_float64(case):
                                       layer_norm=not c["rms"], element_size=x.element_size()), heuristics)
         # (with prenorm the gradient arriving on residual_out is passed to the backward as dresidual_out)
         record(True, cfg.tile_config(shape[-1], True, interpret(), heads=heads,
-                                     multiprocessors=ops.multiprocessor_count(x.device),
+                                     multiprocessors=launchers.multiprocessor_count(x.device),
                                      residual=bool(c["prenorm"]), layer_norm=not c["rms"],
                                      element_size=x.element_size(),
-                                     vector_aligned=ops._vector_aligned(shape[-1], x.reshape(-1, shape[-1]))),
+                                     vector_aligned=variant.vector_aligned(shape[-1], x.reshape(-1, shape[-1]))),
                heuristics)
 
 
@@ -410,7 +410,7 @@ def test_launchers_write_every_element(case):
         record(True, cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=c["multiprocessors"],
                                      residual=dres is not None, layer_norm=not c["rms"],
                                      element_size=x.element_size(),
-                                     vector_aligned=ops._vector_aligned(n, h_in, dy_in, dx, dres_in)),
+                                     vector_aligned=variant.vector_aligned(n, h_in, dy_in, dx, dres_in)),
                heuristics)
 
 
@@ -517,7 +517,7 @@ def test_finisher_sums_any_number_of_partials(gpu_finisher, programs):
     dw_buf, dweight = guarded((n,), F32)
     db_buf, dbias = guarded((n,), F32)
     with grid(programs, gpu_finisher):
-        assert cfg.backward_grid(config, m, ops.multiprocessor_count(x.device)) == programs
+        assert cfg.backward_grid(config, m, launchers.multiprocessor_count(x.device)) == programs
         ops.launch_bwd(x, dy, dx, weight=weight, dweight=dweight, dbias=dbias, eps=1e-5, is_rms_norm=False,
                        config=config)
     ref = reference(x, weight, bias, None, dy, rms=False, eps=1e-5)
@@ -532,7 +532,7 @@ def test_finisher_sums_any_number_of_partials(gpu_finisher, programs):
 def test_float64_to_bfloat16_outputs(what):
     """Found by the property tests: Triton 3.6's interpreter converts float64 → bfloat16 wrongly
     (NaN, 0 and denormals: it reads the float64 bits as float32), so these outputs were garbage on
-    the CPU path; normkit now stores them through float32 there (normkit/ops.py)."""
+    the CPU path; normkit now stores them through float32 there (normkit/launchers.py)."""
     g = torch.Generator().manual_seed(5)
     x = randn(g, (4, 40), F64)
     residual = randn(g, (4, 40), F64)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 import normkit
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops
 from normkit._runtime import interpret
 from tests.utils import assert_matches, run_in_threads
 
@@ -80,7 +80,7 @@ def _assert_same_nonfinite(out, ref, what):
 
 @contextlib.contextmanager
 def _multiprocessors(count):
-    with mock.patch.object(ops, "multiprocessor_count", lambda device: count):
+    with mock.patch.object(launchers, "multiprocessor_count", lambda device: count):
         yield
 
 

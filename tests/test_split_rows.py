@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops
 from normkit._runtime import interpret, multiprocessor_count
 from feature_cases import _reference
 from utils import assert_matches
@@ -74,7 +74,7 @@ def test_split_backward_matches_float64(rms, saved, dtype, m, n, config):
 
 
 def ops_config(n):
-    return cfg.tile_config(n, True, False, multiprocessors=ops.multiprocessor_count(torch.device("cuda")))
+    return cfg.tile_config(n, True, False, multiprocessors=launchers.multiprocessor_count(torch.device("cuda")))
 
 
 @cuda_only

@@ -3,7 +3,7 @@ time on this machine (no GPU needed), its registers, spills and shared memory (L
 limits (docs/design.md#heuristics).
 
 For each target the enumeration is tests/config_cases.py's `device_picks` with the target's nominal `Device`
-record (normkit.config.KNOWN_DEVICES); each pick is compiled as ops launches it there: inline PTX (the `PTX`
+record (normkit.config.KNOWN_DEVICES); each pick is compiled as the launchers launch it there: inline PTX (the `PTX`
 and `BF16_PAIRS` constexprs, programmatic dependent launch) on NVIDIA targets only, the launch's
 specialisation (16-divisible pointers and strides, unit column strides, one weight head); split parts on NVIDIA
 targets also as NORMKIT_PORTABLE=1 launches them. A pick fails when it does not compile, asks for more threads,
@@ -33,7 +33,7 @@ from triton.compiler import ASTSource
 import compile_check as cc
 from normkit import config as cfg
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel
-from normkit.ops import _STREAM_MIN_N
+from normkit.launchers import _STREAM_MIN_N
 from tests.config_cases import device_picks
 
 TARGETS = {"sm80": GPUTarget("cuda", 80, 32), "sm89": GPUTarget("cuda", 89, 32), "sm90": GPUTarget("cuda", 90, 32),
@@ -89,7 +89,7 @@ def subset(found: Dict[tuple, tuple]) -> Dict[tuple, tuple]:
 
 
 def constexprs(config: cfg.TileConfig, s: dict, ptx: bool, pdl: bool) -> Tuple[dict, dict, int]:
-    """(constexprs, pointer types, heads) of ops' launch of the pick (ops.launch_fwd / launch_bwd)."""
+    """(constexprs, pointer types, heads) of the launch of the pick (launchers.launch_fwd / launch_bwd)."""
     rms, residual, size = not s["layer_norm"], s["residual"], s["element_size"]
     compute = tl.float64 if size == 8 else tl.float32
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,

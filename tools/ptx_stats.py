@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's normkit
 import compile_check as cc  # noqa: E402
 from normkit import config as cfg  # noqa: E402
-from normkit import ops  # noqa: E402
+from normkit import launchers  # noqa: E402
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel  # noqa: E402
 
 SMS = 132  # an H200
@@ -45,13 +45,13 @@ def constexprs(kind, family, config, dtype):
     compute = tl.float64 if dtype == "fp64" else tl.float32
     c = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile, IS_RMS_NORM=rms,
              HAS_WEIGHT=True, HAS_BIAS=not rms, COMPUTE_DTYPE=compute, X_HAT_DTYPE=compute,
-             BF16_PAIRS=cfg.takes_pairs(config, backward=kind == "bwd"),  # as ops launches on an NVIDIA GPU
+             BF16_PAIRS=cfg.takes_pairs(config, backward=kind == "bwd"),  # as the launchers launch on an NVIDIA GPU
              PTX=True)
     if kind == "fwd":
-        # as ops launches them: the offset add for RMSNorm only, LayerNorm's whole rows unmasked (EVEN_ROWS)
+        # as the launchers launch them: the offset add for RMSNorm only, LayerNorm's whole rows unmasked (EVEN_ROWS)
         c.update(HAS_RESIDUAL=residual, STORE_RESIDUAL_OUT=residual, STORE_STATS=True, HAS_WEIGHT_OFFSET=rms,
                  EVEN_ROWS=not rms and config.one_tile and not config.split,
-                 STREAM=config.one_tile and not residual and config.block_n >= ops._STREAM_MIN_N,
+                 STREAM=config.one_tile and not residual and config.block_n >= launchers._STREAM_MIN_N,
                  RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
                  CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight)
         if rms:
@@ -191,9 +191,9 @@ def main(argv=None) -> int:
             if args.max_registers is not None:
                 config = dataclasses.replace(config, max_registers=args.max_registers)
             launched = constexprs(args.kind, family, config, args.dtype)
-            if args.kind == "bwd":  # as ops.launch_bwd: no column mask where N is a multiple of the tile
+            if args.kind == "bwd":  # as launch_bwd: no column mask where N is a multiple of the tile
                 launched["EVEN_COLS"] = cfg.even_cols(config, n, sizes[args.dtype])
-            if args.recompute:  # as ops.launch_bwd launches it without saved statistics
+            if args.recompute:  # as launch_bwd launches it without saved statistics
                 launched["JOIN_STATS"] = cfg.joins_stats(config, family == "layer_norm")
             compiled = cc.compile_sm90(kernel, args.dtype, pointers, {**launched, **extra}, config.num_warps, True,
                                        args.num_stages, config.max_registers)

@@ -21,7 +21,7 @@ import sys
 import torch
 
 from normkit import config as cfg
-from normkit import ops
+from normkit import launchers, ops
 from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -207,7 +207,7 @@ def main(argv=None):
                 f"got {'--config' if args.config else '--grids'}")
     family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
     dev = torch.device("cuda")
-    sms = ops.multiprocessor_count(dev)
+    sms = launchers.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
     results = []

@@ -87,7 +87,7 @@ class Case:
 
 def tile_calls(case: Case, dtype: torch.dtype, interpret: bool, multiprocessors: int) -> Dict[str, Dict]:
     """{pass (PASSES): the keyword arguments its launch gives the heuristics (`lowlevel.tile_config`)},
-    as `normkit.ops.launch_fwd` / `launch_bwd` derive them from the case's tensors (tests/test_report.py
+    as `normkit.launchers.launch_fwd` / `launch_bwd` derive them from the case's tensors (tests/test_report.py
     checks the two agree on every case)."""
     size = dtype.itemsize
     n = case.shape[-1]

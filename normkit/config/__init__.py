@@ -2,7 +2,7 @@
 (docs/design.md#heuristics).
 
 Pure functions of their arguments (cached), so no device query or Python work that a cache can hold runs on
-every call. Tests and tools may pass a `TileConfig` of their own to the launchers in `normkit.ops`.
+every call. Tests and tools may pass a `TileConfig` of their own to the launchers in `normkit.launchers`.
 
     tile.py      TileConfig (how one program walks its rows), next_power_of_2, cdiv
     shapes.py    Problem (what the lookups look at) and the table entries: Whole, Columns, Split

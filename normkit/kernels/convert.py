@@ -7,12 +7,13 @@ a thread spent a row block in LayerNorm's bf16 1 × 2048 backward split part, an
 is read a second time). `upcast` with BF16_PAIRS takes the register whole: the low element shifted up,
 the high one masked.
 
-Where ops asks for it (A/Bs on an H200): the forward's split parts and column tiles
+Where the launchers ask for it (A/Bs on an H200): the forward's split parts and column tiles
 (LayerNorm bf16 8192×32768 318.0 → 306.4 µs, 2048×131072 326.1 → 315.8; its whole rows spilled with
 it) and the backward's whole rows (−0.6 to −0.8 %). Not the backward's split parts: there the pairs
 lost 0.5-1.3 % (RMSNorm 2048×131072 431.9 → 437.5) though their loop shrank 423 → 414 instructions.
-config.takes_pairs says where ops asks for it; every thread must hold an even count (config.holds_pairs). The
-conversion is inline PTX (ptx.pairs_to_float32): ops asks for it only where PTX is allowed (`_runtime.inline_ptx`).
+config.takes_pairs says where the launchers ask for it; every thread must hold an even count (config.holds_pairs).
+The conversion is inline PTX (ptx.pairs_to_float32): the launchers ask for it only where PTX is allowed
+(`_runtime.inline_ptx`).
 """
 
 import triton

@@ -15,7 +15,7 @@ COMPUTE_DTYPE, i.e. no rounding). Gated (HAS_GATE, Qwen3-Next's RMSNormGated; no
     y    = u · silu(gate),  silu(g) = g / (1 + exp(−g))   (torch's formula; gate upcast first)
 
 one more load (the gate's row) and the multiply in the epilogue. Split rows take no gate (the
-launcher never picks them with one: ops.py).
+launcher never picks them with one: variant.py).
 
 Inputs are upcast before anything is squared, so fp16 inputs with |x| in the hundreds cannot
 overflow. Per-head weights (QK-norm): the weight and bias are (HEADS, N) and row r uses row

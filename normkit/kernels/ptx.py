@@ -2,7 +2,7 @@
 
 A kernel reaches PTX only through this module, and only where its launch says the target is an NVIDIA GPU: the
 `PTX` constexpr (the split parts' spin wait and statistic load), `BF16_PAIRS` (register-pair upcasts) and the
-programmatic-dependent-launch flags (`LAUNCH_DEPENDENTS`, `USE_PDL`). ops sets them from
+programmatic-dependent-launch flags (`LAUNCH_DEPENDENTS`, `USE_PDL`). The launchers set them from
 `_runtime.inline_ptx` — True on CUDA devices of an NVIDIA build of torch, False under ROCm, in the interpreter
 and with NORMKIT_PORTABLE=1 — so AMD GPUs and tests of the portable path compile Triton alone.
 tests/test_portability.py checks that no other module holds inline assembly.

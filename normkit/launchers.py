@@ -1,0 +1,423 @@
+"""The launchers: `launch_fwd` and `launch_bwd` write a norm's outputs into tensors their caller allocated.
+
+Layering: functional → calls → ops → launchers → kernels. A launcher takes 2-D (M, N) views and weights of
+shape (N,) or per-head (H, N). A signature's first call takes the full path: `config.tile_config` picks the
+tile (a gate adjusts the pick), a forced config is checked, every scratch buffer (the backward's partial
+sums, a split row's exchange slots) is allocated before the first launch, the kernels launch through
+`normkit.launch` — a configuration the GPU compiler rejects runs as a conservative one
+(`normkit.variant`) — and a launch plan is recorded (`normkit.plan`). Later calls with that
+signature launch the plan; `planned_fwd` and `_launch_bwd_plan` do the same for call plans
+(`normkit.calls`). Without Triton (CPU tensors, no TRITON_INTERPRET) they run `normkit.reference`.
+docs/design.md#launch-path has the whole path.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import config as cfg
+from . import reference
+from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
+                       multiprocessor_count, resident_programs, target, uses_triton)
+from .launch import bind, launch, launch_fitted
+from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
+from .validation import stats_dtype
+from .variant import (FALLBACK_BWD, FALLBACK_FWD, check_gate_config, gate_flags, gated_backward_tile, run_compiled,
+                      sms_for_tiles, tl_compute_dtype, tl_x_hat_dtype, vector_aligned)
+
+Tensor = torch.Tensor
+
+
+def _contiguous(t: Optional[Tensor]) -> Optional[Tensor]:
+    """Parameters and statistics are indexed densely by the kernels (a no-op when already dense)."""
+    return None if t is None else t.contiguous()
+
+
+class _NullGuard:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NULL_GUARD = _NullGuard()
+
+
+def _device_guard(device: torch.device):
+    """Launch on the tensors' device, not the current one (a no-op for CPU / current device)."""
+    if device.type == "cuda" and device.index is not None and device.index != torch.cuda.current_device():
+        return torch.cuda.device(device)
+    return _NULL_GUARD
+
+
+def _heads(weight: Optional[Tensor], bias: Optional[Tensor]) -> int:
+    param = weight if weight is not None else bias
+    return param.shape[0] if param is not None and param.dim() == 2 else 1
+
+
+def _stride(t: Optional[Tensor], dim: int) -> int:
+    return t.stride(dim) if t is not None else 0
+
+
+def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
+    """(M, N) → (M/H, H, N) so the reference broadcasts a per-head (H, N) weight."""
+    return t if t is None or heads == 1 else t.view(-1, heads, t.shape[-1])
+
+
+def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch.device):
+    """The zeroed int64 exchange slots (groups, RING, 4, 2, SPLIT, BLOCK_M) of a split-row launch
+    (see `kernels.stats.publish_row_sums`; a round's words are tagged ≥ 1, so zeros never match)."""
+    if interpret():
+        raise ValueError("split-row configs need every program resident at once; "
+                         "Triton's interpreter runs programs one after another")
+    ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
+    return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
+                       device=device)
+
+
+def _resident(kernel, device: torch.device) -> Optional[int]:
+    """How many programs of a compiled kernel one multiprocessor of `device` holds (None: no
+    compiled kernel — the interpreter runs one program at a time — so no limit)."""
+    if kernel is None:
+        return None
+    return resident_programs(kernel, device)
+
+
+_STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
+
+
+def _dtypes(*tensors: Optional[Tensor]) -> tuple:
+    return tuple(None if t is None else t.dtype for t in tensors)
+
+
+def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               residual: Optional[Tensor] = None, residual_out: Optional[Tensor] = None,
+               mean: Optional[Tensor] = None, rstd: Optional[Tensor] = None, eps: float,
+               weight_offset: float = 0.0, is_rms_norm: bool = True,
+               x_hat_dtype: Optional[torch.dtype] = None, gate: Optional[Tensor] = None,
+               config: Optional[cfg.TileConfig] = None) -> Optional[FwdPlan]:
+    """Write y into `out` (row-major (M, N)) and, when given, residual_out, mean and rstd (M,).
+    Returns the launch plan that ran or was recorded (`normkit.plan`), None where there is none.
+
+    x_hat_dtype: round x̂ to this dtype before the weight (Llama-style casting), None: no rounding.
+    gate: (M, N), y = u·silu(gate) with u = x̂·(w + weight_offset) (no bias; `reference.u_dtype`
+    says where u is rounded).
+    """
+    m, n = x.shape
+    if m == 0:
+        return
+    if not uses_triton(x.device):
+        heads = _heads(weight, bias)
+        y, h, mu, r = reference.norm_fwd(
+            _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
+            is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
+            residual_dtype=None if residual_out is None else residual_out.dtype, x_hat_dtype=x_hat_dtype,
+            gate=_per_head(gate, heads))
+        for dst, src in ((out, y), (residual_out, h), (mean, mu), (rstd, r)):
+            if dst is not None:
+                dst.copy_(src.reshape(dst.shape))
+        return None
+    eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
+    weight, bias = _contiguous(weight), _contiguous(bias)
+    staged = []  # (destination, float32 stand-in) for outputs routed through float32
+    if x.dtype == torch.float64 and interpret() and not interpreter_rounds_to_nearest():
+        # Triton 3.6's interpreter converts float64 → bfloat16 wrongly, and where normkit cannot take over
+        # its casts (_runtime.rounded_casts), bf16 outputs of a float64 input are stored as float32 and rounded here.
+        if out.dtype == torch.bfloat16:
+            staged.append((out, torch.empty(out.shape, dtype=torch.float32, device=x.device)))
+            out = staged[-1][1]
+        if residual_out is not None and residual_out.dtype == torch.bfloat16:
+            staged.append((residual_out, torch.empty(residual_out.shape, dtype=torch.float32, device=x.device)))
+            residual_out = staged[-1][1]
+    key = fwd_key(x, out, weight, bias, residual, residual_out, mean, rstd, gate, is_rms_norm, x_hat_dtype,
+                  weight_offset, config)
+    planned = PLANS.get(key)
+    if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
+        xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+        if planned.device is None:
+            planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                       weight_offset)
+        else:
+            with torch.cuda.device(planned.device):
+                planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                           weight_offset)
+        for destination, stand_in in staged:
+            destination.copy_(stand_in)
+        return None if staged else planned
+    heads = _heads(weight, bias)
+    if config is not None:
+        cfg.check_covers(config, n)
+    sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
+                                                       multiprocessors=sms_for_tiles(gate, sms),
+                                                       residual=residual is not None, layer_norm=not is_rms_norm,
+                                                       element_size=x.element_size(),
+                                                       out_element_size=out.element_size(),
+                                                       residual_element_size=max(
+                                                           (t.element_size() for t in (residual, residual_out)
+                                                            if t is not None), default=0), device=target(x.device)), m)
+    if config.split and (config.prefetch or heads > 1):
+        raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
+    check_gate_config(gate, config)
+    if config.centered_pass and is_rms_norm:
+        raise ValueError(f"config.centered_pass computes LayerNorm's centred variance; RMSNorm has none, got {config}")
+    if config.prefetch or config.joined_sums or (config.async_stages and not config.split):
+        raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
+                         f"(the forward has no row loop to load ahead in but its split parts' — which stage with "
+                         f"async_stages —, nor Σ(g·h) and Σg), got {config}")
+    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
+                 HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
+                 STORE_STATS=rstd is not None, COMPUTE_DTYPE=tl_compute_dtype(x),
+                 X_HAT_DTYPE=tl_x_hat_dtype(x, x_hat_dtype),
+                 # LayerNorm has no offset: its forward drops the add (1 × 4096: 321 → 303 instructions
+                 # a thread, −0.7 µs on an H200); RMSNorm keeps it — without, ptxas gives its 1 × 8192
+                 # tile 40 registers against 32 (3 programs an SM against 4: +1.7 µs).
+                 HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0, **gate_flags(x, weight, gate, x_hat_dtype))
+    # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048 (H200
+    # A/B, bf16, µs: LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192 133.8 → 133.0; RMSNorm
+    # ×2048 35.2 → 34.1, ×4096 68.1 → 67.8). The fused add (×4096 134.6 → 135.7) and short rows
+    # (524288×128: LayerNorm 68.1 → 71.1, RMSNorm 66.8 → 68.1) lost, so keep the default; 1024 was not
+    # measured. Rows that re-read x for y (TileConfig.reload) and RMSNorm's column tiles set their own
+    # policy (evict_last, then evict_first): docs/design.md#heuristics.
+    ran = []  # (grid, args, kwargs, exchange slots) of the launch that ran: the plan
+
+    def run(config: cfg.TileConfig) -> None:
+        ran.clear()
+        # LayerNorm only: its PTX loses 7-8 % of its instructions unmasked (346 → 321 at 4096), at
+        # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
+        # 32-35 → 40 at 4096, fewer programs an SM).
+        even = not is_rms_norm and config.one_tile and n == config.block_n and m % config.block_m == 0
+        args = (x, residual, weight, bias, gate, out, residual_out, mean, rstd)
+        tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1), _stride(gate, 0),
+                _stride(gate, 1), out.stride(0), _stride(residual_out, 0), eps, weight_offset)
+        options = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
+                       EVEN_ROWS=even and not config.split,
+                       STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
+                       RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
+                       CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight,
+                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and inline_ptx(x.device),
+                       PTX=inline_ptx(x.device),
+                       num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+                       **({"maxnreg": config.max_registers} if config.max_registers else {}))
+        if not config.split:
+            grid = (cfg.cdiv(m, config.block_m),)
+            launch(kernels().norm_fwd_kernel, grid, *args, None, *tail, **options)
+            ran.append((grid, (*args, None, *tail), options, 0))
+            return
+        # split rows: groups of `parts` programs, every program resident at once (the grid fitted to
+        # the programs of the compiled kernel an SM holds, at most config.programs_per_sm)
+        parts = cfg.split_parts(config, n)
+        xchg = _split_buffer(config, parts, cfg.backward_grid(config, m, sms, n=n), x.device)
+
+        def grid(kernel) -> Tuple[int]:
+            return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
+
+        options = dict(options, SPLIT=cfg.next_power_of_2(parts), SPLIT_STAGES=config.async_stages or None)
+        launched = launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, **options)
+        ran.append((launched, (*args, xchg, *tail), options, xchg.numel()))
+
+    with _device_guard(x.device):
+        run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, m),
+                      lambda: ("fwd", flags, x.dtype, out.dtype, _dtypes(residual, weight, bias, residual_out, gate)))
+        planned = None
+        if key is not None and ran and plain(x, out, weight, bias, residual, residual_out, mean, rstd, gate):
+            launched, args, kwargs, xchg = ran[0]
+            planned = FwdPlan(bind(kernels().norm_fwd_kernel, launched, args, kwargs), args[10:-2], xchg,
+                              guard_device(x))
+            PLANS.put(key, planned)
+    for destination, stand_in in staged:
+        destination.copy_(stand_in)
+    return None if staged else planned
+
+
+def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = None,
+               dweight: Optional[Tensor] = None, dbias: Optional[Tensor] = None,
+               dresidual_out: Optional[Tensor] = None, mean: Optional[Tensor] = None,
+               rstd: Optional[Tensor] = None, eps: float, weight_offset: float = 0.0,
+               is_rms_norm: bool = True, x_hat_dtype: Optional[torch.dtype] = None,
+               gate: Optional[Tensor] = None, dgate: Optional[Tensor] = None,
+               config: Optional[cfg.TileConfig] = None) -> Optional[BwdPlan]:
+    """Write dx (row-major (M, N)) and, when given, dweight and dbias (weight's shape), and dgate
+    (row-major (M, N)) for a gated forward. Returns the launch plan that ran or was recorded, or None.
+
+    x is the normalised input (residual_out when there was a residual). rstd None (and mean None
+    for LayerNorm) recomputes the statistics. dweight must be given exactly when weight is, dgate
+    exactly when gate is; dx must not overlap x or dy (rows wider than one tile are read twice).
+    """
+    for name, param, grad in (("weight", weight, dweight), ("gate", gate, dgate)):
+        if (param is None) != (grad is None):  # one kernel flag for both (HAS_WEIGHT, HAS_GATE)
+            raise ValueError(f"launch_bwd: d{name} must be given exactly when {name} is, got {name} "
+                             f"{'None' if param is None else tuple(param.shape)} and d{name} "
+                             f"{'None' if grad is None else tuple(grad.shape)}")
+    m, n = x.shape
+    if m == 0:
+        for grad in (dweight, dbias):
+            if grad is not None:
+                grad.zero_()
+        return None
+    if not uses_triton(x.device):
+        heads = _heads(weight, dbias)
+        d_x, d_w, d_b, *d_gate = reference.norm_bwd(
+            _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
+            _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
+            weight_offset=weight_offset, bias_dtype=None if dbias is None else dbias.dtype,
+            param_ndim=2 if heads > 1 else 1, x_hat_dtype=x_hat_dtype, gate=_per_head(gate, heads))
+        for dst, src in ((dx, d_x), (dweight, d_w), (dbias, d_b), (dgate, d_gate[0] if d_gate else None)):
+            if dst is not None:
+                dst.copy_(src.reshape(dst.shape))
+        return None
+    eps, weight_offset = float(eps), float(weight_offset)  # (the kernels' fp64 scalars, as a plan passes them)
+    weight, mean, rstd = _contiguous(weight), _contiguous(mean), _contiguous(rstd)
+    pdl = dependent_launch(x.device) and (dweight is not None or dbias is not None)
+    key = bwd_key(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate, is_rms_norm, x_hat_dtype,
+                  pdl, config)
+    planned = PLANS.get(key)
+    if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
+        if planned.device is None:
+            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
+                             weight_offset)
+        else:
+            with torch.cuda.device(planned.device):
+                _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
+                                 eps, weight_offset)
+        return planned
+    heads = _heads(weight, dbias)
+    if config is not None:
+        cfg.check_covers(config, n)
+    sms = multiprocessor_count(x.device)
+    picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms_for_tiles(gate, sms),
+                                       residual=dresidual_out is not None, layer_norm=not is_rms_norm,
+                                       element_size=x.element_size(), recompute=rstd is None,
+                                       # (the check, ~3 µs of host time on a CPU runner, only where
+                                       # the tile may stage its loads)
+                                       vector_aligned=not cfg.may_stage(n, x.element_size())
+                                       or vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate),
+                                       device=target(x.device))
+    if gate is not None and config is None:
+        picked = gated_backward_tile(picked)
+    config = cfg.fit_block_m(picked, m // heads)
+    check_gate_config(gate, config)
+    forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
+                    and not (f == "reload" and config.split)]  # the backward's split parts re-read too
+    if forward_only:  # else a forced config would run (and be timed) as the tile without them
+        raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only (reload: and the "
+                         f"backward's split parts); the backward has no such path, got {config}")
+    acc = reference.compute_dtype(x.dtype)
+    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
+                 HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
+                 COMPUTE_DTYPE=tl_compute_dtype(x), X_HAT_DTYPE=tl_x_hat_dtype(x, x_hat_dtype),
+                 **gate_flags(x, weight, gate, x_hat_dtype))
+    ran = []  # what the configuration that ran launched: the plan
+
+    def run(config: cfg.TileConfig) -> None:
+        ran.clear()
+        # Every buffer is allocated before the first launch: an out-of-memory error leaves the
+        # caller's dx, dweight and dbias untouched. They are sized for the grid the config asks
+        # for; the grid launched may be smaller (fewer of the compiled kernel's programs fit).
+        asked = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads)
+        parts = cfg.split_parts(config, n)
+        grads = [g for g in (dweight, dbias) if g is not None]  # finished together, in one launch
+        partials = torch.empty((len(grads), asked, heads * n), dtype=acc, device=x.device) if grads else None
+        dw_partial, db_partial = _partial_rows(partials, dweight, dbias)
+        xchg = _split_buffer(config, parts, asked * heads, x.device) if parts > 1 else None
+
+        def grid(kernel) -> Tuple[int, int]:
+            programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads,
+                                         resident=_resident(kernel, x.device))
+            return programs * parts, heads
+
+        args = (x, weight, dy, dresidual_out, mean, rstd, gate, dx, dw_partial, db_partial, dgate, xchg, m, n, heads,
+                x.stride(0), x.stride(1), dy.stride(0), dy.stride(1), _stride(dresidual_out, 0),
+                _stride(dresidual_out, 1), _stride(gate, 0), _stride(gate, 1), dx.stride(0), _stride(dgate, 0), eps,
+                weight_offset)
+        options = dict(
+            BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
+            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
+            JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
+            JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
+            EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
+            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and inline_ptx(x.device), PTX=inline_ptx(x.device),
+            num_warps=config.num_warps, num_stages=config.num_stages, **flags,
+            **({"maxnreg": config.max_registers} if config.max_registers else {}),
+        )
+        launched = launch_fitted(kernels().norm_bwd_kernel, grid, *args, **options)
+        programs = launched[0] // parts
+        finished = None
+        if grads:
+            finish = cfg.finish_config(interpret(), programs, heads * n)
+            finish_grid = (cfg.cdiv(heads * n, finish.block_n), len(grads))
+            finish_args = (partials, grads[0], grads[-1], programs, heads * n, partials.stride(0))
+            finish_options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl,
+                                  num_warps=finish.num_warps, **({"launch_pdl": True} if pdl else {}))
+            launch(kernels().sum_partials_kernel, finish_grid, *finish_args, **finish_options)
+            finished = (finish_grid, finish_args, finish_options)
+        ran.append((launched, args, options, None if partials is None else partials.shape,
+                    0 if xchg is None else xchg.numel(), finished))
+
+    with _device_guard(x.device):
+        run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, m // heads),
+                      lambda: ("bwd", flags, x.dtype, dy.dtype, dx.dtype,
+                               _dtypes(weight, dweight, dbias, dresidual_out, rstd, gate, dgate)))
+        planned = None
+        if key is not None and ran and plain(x, dy, dx, weight, dweight, dbias, dresidual_out, mean, rstd, gate, dgate):
+            launched, args, options, partials, xchg, finished = ran[0]
+            finish, finish_ints = None, ()
+            if finished is not None:
+                finish = bind(kernels().sum_partials_kernel, finished[0], finished[1], finished[2])
+                finish_ints = finished[1][3:]
+            planned = BwdPlan(bind(kernels().norm_bwd_kernel, launched, args, options), args[12:-2],
+                              None if partials is None else (tuple(partials), acc), xchg, finish, finish_ints,
+                              guard_device(x))
+            PLANS.put(key, planned)
+    return planned
+
+
+def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
+    """The backward's DW_PARTIAL and DB_PARTIAL: partials[0] and partials[-1] where asked for (the
+    kernel takes their data pointers: partials itself stands for partials[0], no view to build)."""
+    if partials is None:
+        return None, None
+    if dweight is None:
+        return None, partials
+    return partials, None if dbias is None else partials[-1]
+
+
+def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
+                     eps, weight_offset) -> None:
+    """launch_bwd's launches for a signature that ran before: its buffers (every one before the first
+    launch, as the full path), the backward, then the finisher."""
+    partials = None
+    if planned.partials is not None:
+        shape, acc = planned.partials
+        partials = torch.empty(shape, dtype=acc, device=x.device)
+    xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+    planned.go(x, weight, dy, dresidual_out, mean, rstd, gate, dx, *_partial_rows(partials, dweight, dbias), dgate,
+               xchg, *planned.ints, eps, weight_offset)
+    if planned.finish is not None:
+        planned.finish(partials, dweight if dweight is not None else dbias, dbias if dbias is not None else dweight,
+                       *planned.finish_ints)
+
+
+def planned_fwd(planned: FwdPlan, x, weight, bias, residual, gate, out_dtype, residual_out_dtype, store_stats,
+                is_rms_norm, eps, weight_offset) -> tuple:
+    """launch_fwd's launch for a call plan (`normkit.calls`): (out, residual_out, mean, rstd), None where not
+    produced, allocated like x (of any rank: the plan holds the strides of its 2-D view) before the launch."""
+    out = torch.empty_like(x, dtype=out_dtype, memory_format=torch.contiguous_format)
+    residual_out = None if residual_out_dtype is None else torch.empty_like(
+        x, dtype=residual_out_dtype, memory_format=torch.contiguous_format)
+    mean = rstd = None
+    if store_stats:
+        rows, acc = out.numel() // x.shape[-1], stats_dtype(x.dtype)
+        rstd = torch.empty(rows, dtype=acc, device=x.device)
+        if not is_rms_norm:
+            mean = torch.empty(rows, dtype=acc, device=x.device)
+    xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
+    if planned.device is None:
+        planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                   weight_offset)
+    else:
+        with torch.cuda.device(planned.device):
+            planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
+                       weight_offset)
+    return out, residual_out, mean, rstd
