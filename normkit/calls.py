@@ -108,13 +108,8 @@ class FwdCall:
         planned = self.bwd.get(key)
         dx, dweight, dbias, dgate = outputs = ops._bwd_outputs(h, weight, bias_shape, bias_dtype, gate)
         if planned is not None:
-            if planned.device is None:
-                launchers._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx, dweight,
-                                           dbias, dgate, self.eps, self.weight_offset)
-            else:
-                with torch.cuda.device(planned.device):
-                    launchers._launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx,
-                                               dweight, dbias, dgate, self.eps, self.weight_offset)
+            launchers.launch_bwd_plan(planned, h, weight, dout, dresidual_out, mean, rstd, gate, dx, dweight, dbias,
+                                      dgate, self.eps, self.weight_offset)
             return outputs
         planned = launchers.launch_bwd(h, dout, dx, weight=weight, dweight=dweight, dbias=dbias,
                                        dresidual_out=dresidual_out, mean=mean, rstd=rstd, eps=self.eps,

@@ -6,7 +6,7 @@ tile (a gate adjusts the pick), a forced config is checked, every scratch buffer
 sums, a split row's exchange slots) is allocated before the first launch, the kernels launch through
 `normkit.launch` — a configuration the GPU compiler rejects runs as a conservative one
 (`normkit.variant`) — and a launch plan is recorded (`normkit.plan`). Later calls with that
-signature launch the plan; `planned_fwd` and `_launch_bwd_plan` do the same for call plans
+signature launch the plan; `planned_fwd` and `launch_bwd_plan` do the same for call plans
 (`normkit.calls`). Without Triton (CPU tensors, no TRITON_INTERPRET) they run `normkit.reference`.
 docs/design.md#launch-path has the whole path.
 """
@@ -134,14 +134,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
                   weight_offset, config)
     planned = PLANS.get(key)
     if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
-        xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
-        if planned.device is None:
-            planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
-                       weight_offset)
-        else:
-            with torch.cuda.device(planned.device):
-                planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
-                           weight_offset)
+        _launch_fwd_plan(planned, x, residual, weight, bias, gate, out, residual_out, mean, rstd, eps, weight_offset)
         for destination, stand_in in staged:
             destination.copy_(stand_in)
         return None if staged else planned
@@ -274,13 +267,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                   pdl, config)
     planned = PLANS.get(key)
     if planned is not None:  # this signature ran before: launch what it ran (docs/design.md#launch-path)
-        if planned.device is None:
-            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
-                             weight_offset)
-        else:
-            with torch.cuda.device(planned.device):
-                _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
-                                 eps, weight_offset)
+        launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
+                        weight_offset)
         return planned
     heads = _heads(weight, dbias)
     if config is not None:
@@ -383,6 +371,19 @@ def _partial_rows(partials: Optional[Tensor], dweight, dbias) -> tuple:
     return partials, None if dbias is None else partials[-1]
 
 
+def launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
+                    eps, weight_offset) -> None:
+    """launch_bwd's launches for a signature that ran before (on the plan's device when that is not the
+    current one)."""
+    if planned.device is None:
+        _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
+                         weight_offset)
+    else:
+        with torch.cuda.device(planned.device):
+            _launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
+                             weight_offset)
+
+
 def _launch_bwd_plan(planned: BwdPlan, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate,
                      eps, weight_offset) -> None:
     """launch_bwd's launches for a signature that ran before: its buffers (every one before the first
@@ -412,6 +413,14 @@ def planned_fwd(planned: FwdPlan, x, weight, bias, residual, gate, out_dtype, re
         rstd = torch.empty(rows, dtype=acc, device=x.device)
         if not is_rms_norm:
             mean = torch.empty(rows, dtype=acc, device=x.device)
+    _launch_fwd_plan(planned, x, residual, weight, bias, gate, out, residual_out, mean, rstd, eps, weight_offset)
+    return out, residual_out, mean, rstd
+
+
+def _launch_fwd_plan(planned: FwdPlan, x, residual, weight, bias, gate, out, residual_out, mean, rstd, eps,
+                     weight_offset) -> None:
+    """The forward's launch for a signature that ran before: its exchange slots, then the kernel (on the
+    plan's device when that is not the current one)."""
     xchg = torch.zeros((planned.xchg,), dtype=torch.int64, device=x.device) if planned.xchg else None
     if planned.device is None:
         planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
@@ -420,4 +429,3 @@ def planned_fwd(planned: FwdPlan, x, weight, bias, residual, gate, out_dtype, re
         with torch.cuda.device(planned.device):
             planned.go(x, residual, weight, bias, gate, out, residual_out, mean, rstd, xchg, *planned.ints, eps,
                        weight_offset)
-    return out, residual_out, mean, rstd
