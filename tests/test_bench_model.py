@@ -40,7 +40,31 @@ def test_a_tiny_model_trains_like_stock_through_the_command_line(name, variants,
     for variant in variants.split(","):
         assert any(line.split()[:2] == [variant, "eager"] for line in out.splitlines()), out
     assert f"✗ beyond {env['loss_rtol']:g}" in out and env["config"]["hidden_size"] == 64
-    assert f"{env['config_class']}, 2 layers, hidden 64" in out
+    assert f"{env['config_class']}, 2 layers, hidden 64" in out and "Order: interleaved" in out
+
+
+def test_interleaved_rounds_train_each_variant_as_the_sequential_order_does(monkeypatch):
+    build_config = model.build_config
+
+    def with_dropout(settings):  # these configs have none; dropout shows whether each variant's draws stay its own
+        config = build_config(settings)
+        config.attention_dropout = 0.5
+        return config
+
+    settings = dict(variants=("stock", "patched", "fused"), modes=("eager",), layers=1, hidden=64, seq=16, batch=1,
+                    vocab=256, steps=3, warmup=1, dtype="fp32")
+    without = model.run(model.Settings(**{**settings, "variants": ("stock",)}), torch.device("cpu"), quiet=True)[0]
+    monkeypatch.setattr(model, "build_config", with_dropout)
+    interleaved, _ = model.run(model.Settings(**settings), torch.device("cpu"), quiet=True)
+    sequential, env = model.run(model.Settings(**settings, sequential=True), torch.device("cpu"), quiet=True)
+    assert "Order: sequential: one variant's timed steps after another's" in model_cli.method(env)
+    assert interleaved[0]["losses"] != without[0]["losses"]  # the dropout draws count
+    for a, b in zip(interleaved, sequential):
+        assert a["impl"] == b["impl"] and a["losses"] == b["losses"] and len(a["times_s"]) == len(b["times_s"]) == 3
+        assert b["round_positions"] == [0, 0, 0]
+    # round k starts one variant later: each variant first, second and last once
+    assert [r["round_positions"] for r in interleaved] == [[0, 2, 1], [1, 0, 2], [2, 1, 0]]
+    assert all(r["loss_ok"] for r in interleaved[1:])
 
 
 def test_qwen3_next_says_which_linear_attention_runs_and_patches_its_gated_norms(capsys):
@@ -120,12 +144,29 @@ def test_the_profile_groups_kernels_and_renders(capsys):
     result = rows[0]["profile"]
     assert result["clock"] == "CPU" and result["steps"] == model_profile.STEPS
     assert sum(result["groups"].values()) == pytest.approx(result["total_us"]) and result["groups"]["matmul"] > 0
-    assert len(result["kernels"]) == model_profile.TOP
-    assert "Profile (eager): CPU ms a step" in model_profile.render(rows)
+    assert len(result["kernels"]) > model_profile.TOP and sum(k["us"] for k in result["kernels"]) == pytest.approx(
+        result["total_us"])  # every kernel in the JSON, the top ones printed
+    rendered = model_profile.render(rows)
+    assert "Profile (eager): CPU ms a step" in rendered and result["kernels"][model_profile.TOP]["name"] not in rendered
     assert [model_profile.group_of(name) for name in (
-        "norm_fwd_kernel", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "nvjet_tst_256x128_64x4_1x2_h_bz_TNT",
-        "_rms_norm_backward_kernel", "void at::native::vectorized_elementwise_kernel<4>",
-        "pytorch_flash::flash_bwd_kernel")] == ["normkit", "inductor", "matmul", "liger", "other", "attention"]
+        "norm_fwd_kernel", "nvjet_tst_256x128_64x4_1x2_h_bz_TNT", "_rms_norm_backward_kernel",
+        "void at::native::vectorized_elementwise_kernel<4>", "pytorch_flash::flash_bwd_kernel")] == [
+        "normkit", "matmul", "liger", "other", "attention"]
+
+
+@pytest.mark.parametrize("name, group", [
+    # Inductor's names for a compiled Llama layer's RMSNorm forward, backward, and Qwen3's q_norm with its rope
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "inductor: norm"),
+    ("triton_red_fused__to_copy__unsafe_view_add_div_expand_mul_pow_sum_view_2", "inductor: norm"),
+    ("triton_per_fused__to_copy__unsafe_view_add_cat_mean_mul_neg_pow_rsqrt_slice_3", "inductor: norm"),
+    ("triton_red_fused_native_layer_norm_native_layer_norm_backward_1", "inductor: norm"),
+    ("triton_poi_fused__unsafe_view_mul_silu_silu_backward_view_0", "inductor: rest"),
+    # eager PyTorch's rsqrt is no Inductor kernel
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)>",
+     "other"),
+])
+def test_inductor_kernels_of_a_norm_have_their_own_group(name, group):
+    assert model_profile.group_of(name) == group
 
 
 def test_bench_help_names_the_model_command_and_the_model_help_its_options(capsys):

@@ -5,12 +5,15 @@ The model is built from its transformers config with random weights (nothing is 
 trained in bf16 (weights, gradients and AdamW's state) at batch 4 × 2048 tokens. Each variant —
 stock, `normkit.patch(model)` ("patched"), `normkit.patch(model, fuse_residual=True)` ("fused") and
 Liger's RMSNorm ("liger") — starts from a deep copy of the same initial model and trains on the same
-batches, eager and under torch.compile. Printed per variant and mode: the median step time with its
-p20–p80, the speedup over stock in that mode, and how far its losses are from stock's
-(`model_cli.method` says exactly what is timed). `--profile` adds the top GPU kernels of a few steps
-per run (`normkit.bench.model_profile`). The command line, table and files: `normkit.bench.model_cli`.
+batches, eager and under torch.compile. The variants of a mode train side by side in rounds of one
+step each (`measure`), so that the GPU's clock and power drift over a run weighs on all alike
+(`--sequential`: one after another, one model in memory at a time). Printed per variant and mode: the
+median step time with its p20–p80, the speedup over stock in that mode, and how far its losses are from
+stock's (`model_cli.method` says exactly what is timed). `--profile` adds the top GPU kernels of a few
+steps per run (`normkit.bench.model_profile`). The command line, table and files: `normkit.bench.model_cli`.
 """
 
+import collections
 import copy
 import dataclasses
 import importlib
@@ -84,6 +87,7 @@ class Settings:
     compile_scope: str = "layers"
     profile: bool = False
     seed: int = 0
+    sequential: bool = False  # time one variant after another instead of in interleaved rounds
 
 
 def _scaled(width: int, hidden: int) -> int:
@@ -168,21 +172,11 @@ def _apply_liger(model: torch.nn.Module, spec: ModelSpec) -> str:
 def compile_model(model: torch.nn.Module, scope: str) -> None:
     """torch.compile in place: each decoder layer (as torchtitan does; same-code layers share one graph)
     or the whole model."""
-    torch._dynamo.reset()  # a fresh start per variant: no earlier variant's graphs count towards recompile limits
-    torch._dynamo.utils.counters.clear()  # and its own count of graphs and breaks (`compile_stats`)
     if scope == "model":
         model.compile()
         return
     for layer in getattr(model, model.base_model_prefix).layers:
         layer.compile()
-
-
-def compile_stats() -> Dict:
-    """Graphs Dynamo compiled since `compile_model`, graph breaks and their first reasons (a break around an
-    op leaves Inductor two graphs to fuse apart)."""
-    counters = torch._dynamo.utils.counters
-    return {"graphs": counters["stats"]["unique_graphs"], "graph_breaks": sum(counters["graph_break"].values()),
-            "graph_break_reasons": [reason.splitlines()[0][:200] for reason in list(counters["graph_break"])[:5]]}
 
 
 def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor) -> torch.Tensor:
@@ -199,29 +193,116 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(base: torch.nn.Module, variant: str, mode: str, batches: Sequence[torch.Tensor], settings: Settings,
-            device: torch.device) -> Dict:
-    """One row: a copy of `base` switched to `variant`, compiled in "compile" mode, trained one step per
-    batch; times of the steps after the warm-up, every step's loss, the profile when asked."""
-    model = copy.deepcopy(base)
-    row = {"note": apply_variant(model, variant, settings)}
-    if mode == "compile":
-        compile_model(model, settings.compile_scope)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-    times, losses = [], []
-    for tokens in batches:
-        _synchronize(device)
+def _dynamo_counts() -> Tuple[int, collections.Counter]:
+    counters = torch._dynamo.utils.counters
+    return counters["stats"]["unique_graphs"], collections.Counter(counters["graph_break"])
+
+
+@dataclasses.dataclass
+class Trainer:
+    """One variant in one mode: its own copy of the model and optimizer, and what its steps measured."""
+
+    row: Dict
+    batches: Sequence[torch.Tensor]
+    settings: Settings
+    device: torch.device
+    model: Optional[torch.nn.Module] = None  # None once it failed or finished: its memory goes back
+    optimizer: Optional[torch.optim.Optimizer] = None
+    times: List[float] = dataclasses.field(default_factory=list)  # timed steps only
+    losses: List[float] = dataclasses.field(default_factory=list)  # every step, warm-up included
+    positions: List[int] = dataclasses.field(default_factory=list)  # its place in each timed round, 0 first
+    graphs: int = 0  # what Dynamo compiled during this variant's steps
+    breaks: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    kernels: Dict[str, List[float]] = dataclasses.field(default_factory=dict)  # --profile: name → [calls, µs]
+
+    def prepare(self, base: torch.nn.Module) -> None:
+        """A copy of `base` switched to the variant, compiled in "compile" mode, through the warm-up steps."""
+        self.model = copy.deepcopy(base)
+        self.row["note"] = apply_variant(self.model, self.row["impl"], self.settings)
+        if self.row["mode"] == "compile":
+            compile_model(self.model, self.settings.compile_scope)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=LEARNING_RATE)
+        for index in range(self.settings.warmup):
+            seconds, loss = self.step(index)
+            self.row.setdefault("first_step_s", seconds)
+            self.losses.append(loss)
+
+    def step(self, index: int) -> Tuple[float, float]:
+        """Train on batch `index`: (seconds between synchronizes, loss)."""
+        # seeded by step: dropout (none in these configs) draws alike in every variant, interleaved or not
+        torch.manual_seed(self.settings.seed + 1 + index)
+        graphs, breaks = _dynamo_counts()
+        _synchronize(self.device)
         start = time.perf_counter()
-        loss = train_step(model, optimizer, tokens)
-        _synchronize(device)
-        times.append(time.perf_counter() - start)
-        losses.append(loss.item())
-    p20, median, p80 = timing.spread(times[settings.warmup:])
-    row.update({"step_s": median, "step_p20_s": p20, "step_p80_s": p80, "step_min_s": min(times[settings.warmup:]),
-                "first_step_s": times[0], "losses": losses, **(compile_stats() if mode == "compile" else {})})
+        loss = train_step(self.model, self.optimizer, self.batches[index])
+        _synchronize(self.device)
+        seconds = time.perf_counter() - start
+        after_graphs, after_breaks = _dynamo_counts()
+        self.graphs += after_graphs - graphs
+        self.breaks.update(after_breaks - breaks)
+        return seconds, loss.item()
+
+    def timed_step(self, index: int, position: int) -> None:
+        seconds, loss = self.step(index)
+        self.times.append(seconds)
+        self.losses.append(loss)
+        self.positions.append(position)
+
+    def fail(self, exc: Exception) -> None:
+        from .cli import first_line  # (cli imports this module)
+
+        if isinstance(exc, Unavailable):
+            self.row["unavailable"] = str(exc)
+        else:
+            self.row["error"] = first_line(exc)
+        self.model = self.optimizer = None
+
+    def finish(self) -> None:
+        """The row's step statistics, losses, compile counts and profile; the model's memory goes back."""
+        if self.model is None:
+            return
+        p20, median, p80 = timing.spread(self.times)
+        self.row.update({"step_s": median, "step_p20_s": p20, "step_p80_s": p80, "step_min_s": min(self.times),
+                         "times_s": self.times, "round_positions": self.positions, "losses": self.losses})
+        if self.row["mode"] == "compile":
+            self.row.update({"graphs": self.graphs, "graph_breaks": sum(self.breaks.values()),
+                             "graph_break_reasons": [r.splitlines()[0][:200] for r in list(self.breaks)[:5]]})
+        if self.kernels:
+            self.row["profile"] = model_profile.summary(self.kernels, model_profile.STEPS, self.device)
+        self.model = self.optimizer = None
+
+
+def rotated(items: Sequence, shift: int) -> List:
+    """`items` starting from item `shift` (mod their count): round k of an interleaved run starts one later."""
+    shift = shift % len(items) if items else 0
+    return list(items[shift:]) + list(items[:shift])
+
+
+def measure(base: torch.nn.Module, rows: List[Dict], batches: Sequence[torch.Tensor], settings: Settings,
+            device: torch.device) -> None:
+    """Fill `rows` (variants of one mode, timed together): each variant gets a copy of `base` and its warm-up
+    steps, then the timed steps run in rounds, step k of every variant before step k + 1 of any, so clock and
+    power drift fall on all alike; --profile's steps after them run in rounds too."""
+    trainers = [Trainer(row, batches, settings, device) for row in rows]
+    for trainer in trainers:
+        try:
+            trainer.prepare(base)
+        except Exception as exc:  # one variant failing (a compile error) must not stop the others
+            trainer.fail(exc)
+    rounds = [(k, settings.warmup + k) for k in range(settings.steps)]
     if settings.profile:
-        row["profile"] = model_profile.profile(lambda: train_step(model, optimizer, batches[-1]), device)
-    return row
+        rounds += [(k, None) for k in range(model_profile.STEPS)]  # the last batch again, untimed, traced
+    for k, index in rounds:
+        for position, trainer in enumerate(rotated([t for t in trainers if t.model is not None], k)):
+            try:
+                if index is None:
+                    model_profile.record(lambda: trainer.step(len(batches) - 1), device, trainer.kernels)
+                else:
+                    trainer.timed_step(index, position)
+            except Exception as exc:
+                trainer.fail(exc)
+    for trainer in trainers:
+        trainer.finish()
 
 
 def run(settings: Settings, device: torch.device, quiet: bool = False) -> Tuple[List[Dict], Dict]:
@@ -234,20 +315,21 @@ def run(settings: Settings, device: torch.device, quiet: bool = False) -> Tuple[
     base = build_model(settings, device)
     env = environment(settings, base, device)
     batches = make_batches(settings, base.config.vocab_size, device)
-    from .cli import first_line  # (cli imports this module)
-
-    rows, runs = [], [(mode, variant) for mode in settings.modes for variant in settings.variants]
-    for mode, variant in runs if quiet else output.progress(runs, f"bench --model {settings.model}"):
+    # interleaved: every variant of a mode at once; --sequential: one at a time, a fraction of the memory
+    groups = [[v] for v in settings.variants] if settings.sequential else [list(settings.variants)]
+    runs = [(mode, group) for mode in settings.modes for group in groups]
+    rows = []
+    for mode, group in runs if quiet else output.progress(runs, f"bench --model {settings.model}"):
         # the family/impl/dtype/m/n keys of the kernel benchmark's rows: m tokens a step, n the hidden size
-        row = {"family": "model", "model": settings.model, "impl": variant, "mode": mode,
-               "dtype": str(DTYPES[settings.dtype]), "m": settings.batch * settings.seq, "n": settings.hidden}
-        try:
-            row.update(measure(base, variant, mode, batches, settings, device))
-        except Unavailable as exc:
-            row["unavailable"] = str(exc)
-        except Exception as exc:  # one variant failing (a compile error) must not stop the others
-            row["error"] = first_line(exc)
-        rows.append(row)
+        group_rows = [{"family": "model", "model": settings.model, "impl": variant, "mode": mode,
+                       "dtype": str(DTYPES[settings.dtype]), "m": settings.batch * settings.seq,
+                       "n": settings.hidden} for variant in group]
+        torch._dynamo.reset()  # no earlier group's graphs count towards this one's recompile limit
+        # every variant's layers add entries to one code object's cache (the layers' shared forward): a limit each
+        limit = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+        with torch._dynamo.config.patch(**{limit: getattr(torch._dynamo.config, limit) * len(group)}):
+            measure(base, group_rows, batches, settings, device)
+        rows += group_rows
         if device.type == "cuda":
             torch.cuda.empty_cache()
     add_loss_agreement(rows, LOSS_RTOL[DTYPES[settings.dtype]])

@@ -32,9 +32,13 @@ def method(env: Dict) -> str:
     if env["linear_attention"]:
         lines.append(env["linear_attention"])
     scope = "each decoder layer" if s["compile_scope"] == "layers" else "the whole model"
+    order = ("sequential: one variant's timed steps after another's (--sequential)" if s["sequential"] else
+             "interleaved: the variants of a mode side by side, timed in rounds of one step each, each round "
+             "starting one variant later, so GPU clock and power drift fall on all alike")
     lines += [f"Step: forward with labels, backward, AdamW step, zero_grad; host clock between synchronizes. "
               f"{s['warmup']} warm-up step(s) (compilation happens in the first), then {s['steps']} timed: median "
               f"(p20–p80). Every variant starts from a copy of the same model and sees the same batches.",
+              f"Order: {order}.",
               f"compile: torch.compile of {scope}; graphs, breaks: what Dynamo compiled. vs stock: stock's median ÷ "
               f"the row's, same mode. loss vs stock: max over all steps of |loss − stock's| / stock's, same mode "
               f"(stock compiled: vs stock eager); ✗ beyond {env['loss_rtol']:g}."]
@@ -106,8 +110,13 @@ def parser() -> argparse.ArgumentParser:
                    help="weights, gradients and optimizer state (default bf16)")
     p.add_argument("--compile-scope", choices=COMPILE_SCOPES, default=default.compile_scope,
                    help="torch.compile each decoder layer (default, as torchtitan does) or the whole model")
+    p.add_argument("--sequential", action="store_true",
+                   help="time one variant after another (one model in memory at a time) instead of side by side "
+                        "in rounds of one step each, which holds every variant of a mode in memory (weights, gradients "
+                        "and AdamW state: 5-8 GB a variant at the default size)")
     p.add_argument("--profile", action="store_true",
-                   help=f"also profile {model_profile.STEPS} steps per run: GPU time by kernel group, top kernels")
+                   help=f"also profile {model_profile.STEPS} steps per run, in the same order: GPU time by kernel "
+                        "group, top kernels (--json: every kernel)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batches (default 0)")
     p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
     p.add_argument("--csv", metavar="PATH", help="write the result rows as CSV, one per variant and mode")
