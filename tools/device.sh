@@ -70,7 +70,7 @@ run_step() {
       for m in llama qwen3; do
         timeout 200 $PY -m normkit bench --model $m --modes eager --variants stock,patched,fused,liger --markdown \
           --json "$OUT/$m-eager.json" > "$OUT/$m-eager.log" 2>&1; echo "$m eager rc=$?"; grep -E "^\|" "$OUT/$m-eager.log"
-        timeout 240 $PY -m normkit bench --model $m --modes compile --variants stock,patched,fused --profile --markdown \
+        timeout 240 $PY -m normkit bench --model $m --modes compile --variants stock,patched,fused --steps 20 --profile --markdown \
           --json "$OUT/$m-compile.json" > "$OUT/$m-compile.log" 2>&1; echo "$m compile rc=$?"
         grep -E "^\|" "$OUT/$m-compile.log" | head -8
       done
