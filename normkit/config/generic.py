@@ -28,11 +28,12 @@ VALUES_A_THREAD = 16  # whole rows' and column tiles' values a thread (the H200'
 WHOLE_TILE_ELEMENTS, WHOLE_MAX_BLOCK_M, WHOLE_MAX_WARPS = 4096, 64, 16
 # ... wider rows whole while they hold ≤ 64 KB of their widest stream, ≤ 32 values a thread on up to
 # threads_per_block threads (the H200's WHOLE_ROW_MAX, 32768 on 32 warps; sm80/sm89/sm100 compile 2-byte rows of
-# 32768 to 38-64 registers and gfx942/gfx950 to 52-90, none spilled; the fused add's fp32 ones spilled 96-104 B)
+# 32768 to 38-64 registers and gfx942/gfx950 to 52-90, spilling 8 B at most (the fused LayerNorm on sm89); the
+# fused add's fp32 ones spilled 96-104 B)
 WIDE_WHOLE_BYTES, WIDE_WHOLE_VALUES_A_THREAD = 65536, 32
 # RMSNorm's 2-byte x and y, rows of 65536: the whole row on 1024 threads read again for y, one program an SM,
-# where those rows fit half the L2 (the H200's RMS_WHOLE_65536: 4096×65536 342 → 256 µs against these column
-# tiles; 57-64 registers on sm80/sm90/sm100, 8 B spilled on sm89)
+# where those rows fit half the L2 (the H200's RMS_WHOLE_65536: 4096×65536 in 256 µs, these column tiles 342 on
+# the portable path; 57-64 registers on sm80/sm90/sm100, 8 B spilled on sm89)
 WHOLE_65536_VALUES_A_THREAD = 64
 # Backward: whole rows up to 16 KB (8192 2-byte values), the next row block loaded ahead in registers: the H200's
 # PREFETCH_WHOLE tile of the 2-byte row as wide in bytes (a 4096-value fp32 row takes the 8192 one's warps)
@@ -43,8 +44,9 @@ SHORT_TILE_BYTES, SHORT_MAX_BLOCK_M = 16384, 64
 BACKWARD_COLUMNS = Columns(block_m=2, block_n=4096, warps=16, per_sm=2)
 # Split parts first: 4 KB of x (32 bytes a thread) on 4 warps, four an SM asked — the part of the H200's staged
 # and capped tables (STAGED_PARTS, CAPPED_PARTS, STAGED_FP32) without their staging or cap. Uncapped they compile
-# to 104-188 registers without spills on sm80, sm89, sm90 and sm100 (2-4 resident), where the 8 KB prefetching
-# parts the ladder took before spilled (RMSNorm bf16 1 × 4096: 255 registers) or left two resident
+# to 104-188 registers on sm80, sm89 and sm100 (2-4 resident; a few at 128 spill 4-12 B), where the 8 KB
+# prefetching parts the ladder took before spilled (RMSNorm bf16 1 × 4096 on sm_90: 255 registers, 36 B) or
+# left two resident
 SPLIT_PARTS = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, prefetch=True)
 # Shared memory a program by `shared_bytes`' bound, at most: what every CUDA GPU gives without opting in, and
 # CDNA3's 64 KB of LDS — not the device's whole allowance, whose last kilobytes cost resident programs
