@@ -42,12 +42,14 @@ BACKWARD_WHOLE_MAX_BYTES = 16384
 SHORT_TILE_BYTES, SHORT_MAX_BLOCK_M = 16384, 64
 # Wider rows that do not split: two passes over 2 × 4096 tiles on 16 warps (the H200's COLUMNS)
 BACKWARD_COLUMNS = Columns(block_m=2, block_n=4096, warps=16, per_sm=2)
-# Split parts first: 4 KB of x (32 bytes a thread) on 4 warps, four an SM asked — the part of the H200's staged
-# and capped tables (STAGED_PARTS, CAPPED_PARTS, STAGED_FP32) without their staging or cap. Uncapped they compile
-# to 104-188 registers on sm80, sm89 and sm100 (2-4 resident; a few at 128 spill 4-12 B), where the 8 KB
-# prefetching parts the ladder took before spilled (RMSNorm bf16 1 × 4096 on sm_90: 255 registers, 36 B) or
-# left two resident
-SPLIT_PARTS = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, prefetch=True)
+# Split parts hold 16 KB of x an SM, as every prefetching part the H200's sweeps kept (RMS_PARTS, LAYER_NORM_PARTS,
+# CAPPED_PARTS, FP32_PARTS_HELD), in parts that compile without register caps:
+# 2-byte x: 2 × 4 KB on 4 warps, two an SM — LayerNorm's LAYER_NORM_PARTS, RMSNorm's too (its RMS_PARTS, 1 × 8 KB,
+# takes 255 registers and spills 36 B on sm_90; these 212-255 on sm80-sm100, LayerNorm's spilling 24 B at most)
+SPLIT_PARTS_2_BYTE = (tuned_backward.LAYER_NORM_PARTS, tuned_backward.FEWER_PARTS, tuned_backward.FEWEST_PARTS)
+# 4-byte x: 1 × 4 KB on 4 warps, four an SM asked — STAGED_FP32's part without its staging (104-143 registers, 3-4
+# resident, where FP32_PARTS_HELD's 1 × 8 KB takes 205-239 and leaves two)
+FP32_PARTS = Split(block_m=1, part_bytes=4096, warps=4, per_sm=4, prefetch=True)
 # Shared memory a program by `shared_bytes`' bound, at most: what every CUDA GPU gives without opting in, and
 # CDNA3's 64 KB of LDS — not the device's whole allowance, whose last kilobytes cost resident programs
 SHARED_BUDGET = {"nvidia": 48 << 10, "amd": 64 << 10}
@@ -134,8 +136,7 @@ def _backward(p: Problem, device: Device) -> TileConfig:
 
 
 def _split(p: Problem, device: Device) -> Optional[TileConfig]:
-    """The first prefetching split whose parts (of every head) each get a multiprocessor, on NVIDIA GPUs:
-    SPLIT_PARTS, then the H200's wider prefetching parts (fewer of them)."""
+    """The first prefetching split whose parts (of every head) each get a multiprocessor, on NVIDIA GPUs."""
     if device.vendor != "nvidia":
         return None
     for split in _split_candidates(p):
@@ -146,14 +147,13 @@ def _split(p: Problem, device: Device) -> Optional[TileConfig]:
 
 
 def _split_candidates(p: Problem) -> tuple:
-    """SPLIT_PARTS (but for fp64), then the H200's prefetching parts without their register caps, best first."""
+    """The prefetching parts, best first: the narrowest (most parts) first, wider ones where those are too many."""
     b = tuned_backward
     if p.x_bytes > 4:
         return (b.FP64_PARTS,)
     if p.x_bytes == 4:
-        return (SPLIT_PARTS, b.FP32_PARTS_REREAD if p.residual else b.FP32_PARTS_HELD, b.FP64_PARTS)
-    first = b.LAYER_NORM_PARTS if p.layer_norm else b.RMS_PARTS
-    return (SPLIT_PARTS, first, b.FEWER_PARTS, b.FEWEST_PARTS)
+        return (FP32_PARTS, b.FP32_PARTS_REREAD if p.residual else b.FP32_PARTS_HELD, b.FP64_PARTS)
+    return SPLIT_PARTS_2_BYTE
 
 
 def fits_device(tile: TileConfig, p: Problem, device: Device, backward: bool) -> bool:
