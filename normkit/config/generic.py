@@ -9,7 +9,8 @@ tables that need no particular device, and keeps to what every target allows:
 - split rows, both directions, only on NVIDIA GPUs (whose residency rules the launcher applies to the compiled
   kernel) and only where every part of every head gets a multiprocessor of its own; elsewhere whole rows or
   column tiles. AMD's split rows stay off: the exchange's spin wait has no proof there (the interpreter runs
-  programs one after another, so it cannot run split rows at all) and its residency rule is unmeasured.
+  programs one after another, so it cannot run split rows at all), its residency rule is unmeasured, and Triton
+  3.6 cannot compile the backward's parts of two rows for gfx942 / gfx950 (no 64-bit buffer atomic exchange).
 """
 
 from dataclasses import replace
