@@ -4,6 +4,7 @@ clear error on a device normkit has no tile for, and every target's picks compil
 --targets, in a subprocess without TRITON_INTERPRET)."""
 
 import dataclasses
+import itertools
 import os
 import pathlib
 import re
@@ -162,13 +163,17 @@ def test_every_target_compiles_its_representative_picks():
 _ASM_CHECK = """
 import sys
 sys.path.insert(0, "tools")
+import dataclasses
 import compile_targets as ct
 from normkit import config as cfg
 split = cfg.tile_config(65536, True, False, device=cfg.KNOWN_DEVICES["sm80"])
+# one row a part on AMD, which picks no split parts: Triton 3.6's AMD backend cannot lower the exchange's 64-bit
+# atomic exchange for parts of two rows (llvm.amdgcn.raw.ptr.buffer.atomic.exch)
+one_row = dataclasses.replace(split, block_m=1)
 scenario = dict(backward=True, residual=False, layer_norm=True, element_size=2, heads=1, recompute=True)
-for name, ptx in (("sm80", True), ("sm80", False), ("gfx942", False)):
-    compiled = ct.compile_pick(ct.TARGETS[name], split, scenario, ptx)
-    print(name, ptx, split.split, "elementwise_inline_asm" in compiled.asm["ttir"])
+for name, ptx, tile in (("sm80", True, split), ("sm80", False, split), ("gfx942", False, one_row)):
+    compiled = ct.compile_pick(ct.TARGETS[name], tile, scenario, ptx)
+    print(name, ptx, tile.split, "elementwise_inline_asm" in compiled.asm["ttir"])
 """
 
 
@@ -207,3 +212,44 @@ def test_generic_tiles_the_sm90_tables_lack_are_right():
         for n, family in ((lo, "rms"), (hi, "layer_norm")):
             problem = ConfigProblem(config, backward, _rows(config, backward, 4, n), n, 4)
             run_forced(problem, family, dtypes[scenario["element_size"]], recompute=n == lo)
+
+
+WIDE_ROWS = (16384, 32768, 65536)
+
+
+def _generic_devices():
+    """Every compile-checked target that reads the generic ladder, and the H200 forced onto it (NORMKIT_ARCH)."""
+    return [cfg.device.forced(cfg.KNOWN_DEVICES["sm90"], "generic")] + [
+        d for d in cfg.KNOWN_DEVICES.values() if d.ladder == "generic"]
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["fwd", "bwd"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_generic_wide_rows_match_float64(backward, dtype):
+    """The generic ladder's picks for rows of 16384, 32768 and 65536 on every generic target (whole rows, column
+    tiles, split parts), forced on two rows, outputs poisoned, against float64: RMSNorm with saved statistics,
+    LayerNorm recomputing them. Split parts run on a GPU only (the interpreter runs programs one after another and the
+    launcher refuses them there): under the interpreter they are checked to be NVIDIA's, every part resident."""
+    from tests.config_cases import ConfigProblem
+    from tests.forced_runs import DEVICE, run_forced
+
+    pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if DEVICE == "cuda" else 0
+    runs, splits = {}, 0
+    for device in _generic_devices():
+        for n, family in itertools.product(WIDE_ROWS, ("rms", "layer_norm")):
+            config = pick(n, backward, False, device=device, layer_norm=family == "layer_norm",
+                          element_size=dtype.itemsize, recompute=family == "layer_norm")
+            if config.split:
+                splits += 1
+                assert device.vendor == "nvidia" and cfg.cdiv(n, config.block_n) <= device.multiprocessors, config
+                if cfg.cdiv(n, config.block_n) > sms:
+                    continue
+            runs.setdefault((n, family, config), device.arch)
+    assert splits and any(not config.split for _, _, config in runs)  # (both kinds are picked)
+    for (n, family, config), arch in runs.items():
+        problem = ConfigProblem(config, backward, 2, n, 4)
+        try:
+            run_forced(problem, family, dtype, recompute=family == "layer_norm")
+        except AssertionError as error:
+            raise AssertionError(f"{arch} {family} {problem.label()}: {error}") from error
