@@ -32,6 +32,17 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
+@pytest.fixture
+def plans_on():
+    """Launch plans on for the test (whatever NORMKIT_FAST_LAUNCH says), the mode restored after."""
+    from normkit import launch
+
+    mode = launch.get_mode()
+    launch.set_mode("on")
+    yield
+    launch.set_mode(mode)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_launch_plans():
     """Each test starts without cached launch plans (normkit/plan.py): a test that spies on the full

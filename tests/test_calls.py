@@ -21,12 +21,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 F32, BF16, F64 = torch.float32, torch.bfloat16, torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _plans_on():
-    mode = L.get_mode()
-    L.set_mode("on")
-    yield
-    L.set_mode(mode)
+pytestmark = pytest.mark.usefixtures("plans_on")
 
 
 def _calls() -> dict:

@@ -27,12 +27,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 gpu = pytest.mark.skipif(DEVICE != "cuda", reason="needs a CUDA device")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_plans():
-    mode = L.get_mode()
-    L.set_mode("on")
-    yield
-    L.set_mode(mode)
+pytestmark = pytest.mark.usefixtures("plans_on")
 
 
 def _rand(g, shape, dtype, shift=0.0):
