@@ -16,9 +16,9 @@ import torch
 
 import normkit
 from normkit import config as cfg
-from normkit import launchers, lowlevel, ops, reference, variant
+from normkit import launchers, lowlevel, ops, variant
 from tests.test_patch import _loss_and_grads, ran_normkit
-from tests.utils import assert_matches
+from tests.utils import assert_matches, tiny_qwen3_next_config
 
 BF16, F16, F32, F64 = torch.bfloat16, torch.float16, torch.float32, torch.float64
 EPS = 1e-6
@@ -381,11 +381,7 @@ def test_tiny_qwen3_next_model_trains_like_stock(device):
     """A 4-layer Qwen3-Next (three linear-attention layers, one full) from its config: every norm
     runs on normkit (the gated ones among them), loss and gradients as stock."""
     transformers = pytest.importorskip("transformers")
-    config = transformers.Qwen3NextConfig(
-        vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
-        linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
-        moe_intermediate_size=32, shared_expert_intermediate_size=32)
+    config = tiny_qwen3_next_config()
     torch.manual_seed(0)
     stock = transformers.Qwen3NextForCausalLM(config).to(device)
     for module in stock.modules():  # away from the initial ones / zeros, so the weight path is exercised

@@ -22,7 +22,7 @@ from normkit.integrations import hub  # noqa: E402
 from tests.test_gated import GATED_CLASSES, _gated_class, _randomised, assert_all_match, float64_reference  # noqa: E402
 from tests.test_gated import _inputs as gated_inputs  # noqa: E402
 from tests.test_patch import _hf_loss, _hf_model, _loss_and_grads, _randomise, assert_trains_like  # noqa: E402
-from tests.utils import assert_matches  # noqa: E402
+from tests.utils import assert_matches, tiny_qwen3_next_config  # noqa: E402
 
 from kernels import KernelizeFallback, LocalLayerRepository, Mode, kernelize, use_kernel_mapping  # noqa: E402
 
@@ -132,11 +132,7 @@ def test_inputs_normkit_does_not_take_run_the_stock_forward(device, normkit_call
 def test_tiny_qwen3_next_kernelized_matches_stock(device, normkit_calls):
     """A 4-layer Qwen3-Next from its config: its three "RMSNormGated" norms (one a linear-attention layer)
     run on normkit, loss and gradients as stock (its other norms have no hub name in transformers 5.25)."""
-    config = transformers.Qwen3NextConfig(
-        vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
-        linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
-        moe_intermediate_size=32, shared_expert_intermediate_size=32)
+    config = tiny_qwen3_next_config()
     torch.manual_seed(0)
     reference = transformers.Qwen3NextForCausalLM(config).to(device)
     for module in reference.modules():

@@ -62,3 +62,14 @@ def run_in_threads(target, count: int, fast_switch: bool = False) -> None:
             t.join()
     finally:
         sys.setswitchinterval(old)
+
+
+def tiny_qwen3_next_config():
+    """A 4-layer Qwen3-Next config (three linear-attention layers, one full; 4 small experts) that runs on CPU."""
+    import transformers
+
+    return transformers.Qwen3NextConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
+        linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, shared_expert_intermediate_size=32)
