@@ -18,9 +18,9 @@ On a hit:
   strides, dtype, alignment) in the same `FwdCall`.
 
 Not planned (the full path every call): torch.compile, torch.func / vmap, jit tracing and
-forward-mode AD; tensor subclasses; non-contiguous parameters; launches without a launch plan (M = 0,
-the CPU reference path, plans off, a compile fallback recorded nothing). `clear_plans()` forgets
-both kinds of plan.
+forward-mode AD; tensor subclasses (DTensors take `normkit.distributed`); non-contiguous parameters;
+inputs whose 2-D view is a copy; calls without a launch plan (M = 0, the CPU reference path, plans
+off, a float64 input staged through float32 in the interpreter). `ops.clear_plans()` forgets both kinds.
 """
 
 from typing import Optional
