@@ -17,13 +17,14 @@ import torch
 
 from . import config as cfg
 from . import reference
-from ._runtime import (dependent_launch, inline_ptx, interpret, interpreter_rounds_to_nearest, kernels,
-                       multiprocessor_count, resident_programs, target, uses_triton)
+from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
+                       uses_triton)
+from .arguments import (bwd_arguments, bwd_flags, bwd_grid, bwd_tile, finish_arguments, fwd_arguments, fwd_flags,
+                        fwd_tile, head_count, resident)
 from .launch import bind, launch, launch_fitted
 from .plan import PLANS, BwdPlan, FwdPlan, bwd_key, fwd_key, guard_device, plain
 from .validation import stats_dtype
-from .variant import (FALLBACK_BWD, FALLBACK_FWD, check_gate_config, gate_flags, gated_backward_tile, run_compiled,
-                      sms_for_tiles, tl_compute_dtype, tl_x_hat_dtype, vector_aligned)
+from .variant import FALLBACK_BWD, FALLBACK_FWD, run_compiled, vector_aligned
 
 Tensor = torch.Tensor
 
@@ -51,15 +52,6 @@ def _device_guard(device: torch.device):
     return _NULL_GUARD
 
 
-def _heads(weight: Optional[Tensor], bias: Optional[Tensor]) -> int:
-    param = weight if weight is not None else bias
-    return param.shape[0] if param is not None and param.dim() == 2 else 1
-
-
-def _stride(t: Optional[Tensor], dim: int) -> int:
-    return t.stride(dim) if t is not None else 0
-
-
 def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
     """(M, N) → (M/H, H, N) so the reference broadcasts a per-head (H, N) weight."""
     return t if t is None or heads == 1 else t.view(-1, heads, t.shape[-1])
@@ -74,17 +66,6 @@ def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch
     ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
     return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
                        device=device)
-
-
-def _resident(kernel, device: torch.device) -> Optional[int]:
-    """How many programs of a compiled kernel one multiprocessor of `device` holds (None: no
-    compiled kernel — the interpreter runs one program at a time — so no limit)."""
-    if kernel is None:
-        return None
-    return resident_programs(kernel, device)
-
-
-_STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
 
 
 def _dtypes(*tensors: Optional[Tensor]) -> tuple:
@@ -108,7 +89,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
     if m == 0:
         return
     if not uses_triton(x.device):
-        heads = _heads(weight, bias)
+        heads = head_count(weight, bias)
         y, h, mu, r = reference.norm_fwd(
             _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps,
             is_rms_norm=is_rms_norm, weight_offset=weight_offset, out_dtype=out.dtype,
@@ -138,61 +119,16 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         for destination, stand_in in staged:
             destination.copy_(stand_in)
         return None if staged else planned
-    heads = _heads(weight, bias)
-    if config is not None:
-        cfg.check_covers(config, n)
+    heads = head_count(weight, bias)
     sms = multiprocessor_count(x.device)  # cached per device: split rows need every part resident
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
-                                                       multiprocessors=sms_for_tiles(gate, sms),
-                                                       residual=residual is not None, layer_norm=not is_rms_norm,
-                                                       element_size=x.element_size(),
-                                                       out_element_size=out.element_size(),
-                                                       residual_element_size=max(
-                                                           (t.element_size() for t in (residual, residual_out)
-                                                            if t is not None), default=0), device=target(x.device)), m)
-    if config.split and (config.prefetch or heads > 1):
-        raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
-    check_gate_config(gate, config)
-    if config.centered_pass and is_rms_norm:
-        raise ValueError(f"config.centered_pass computes LayerNorm's centred variance; RMSNorm has none, got {config}")
-    if config.prefetch or config.joined_sums or (config.async_stages and not config.split):
-        raise ValueError(f"config.prefetch, config.joined_sums and config.async_stages are backward options "
-                         f"(the forward has no row loop to load ahead in but its split parts' — which stage with "
-                         f"async_stages —, nor Σ(g·h) and Σg), got {config}")
-    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
-                 HAS_RESIDUAL=residual is not None, STORE_RESIDUAL_OUT=residual_out is not None,
-                 STORE_STATS=rstd is not None, COMPUTE_DTYPE=tl_compute_dtype(x),
-                 X_HAT_DTYPE=tl_x_hat_dtype(x, x_hat_dtype),
-                 # LayerNorm has no offset: its forward drops the add (1 × 4096: 321 → 303 instructions
-                 # a thread, −0.7 µs on an H200); RMSNorm keeps it — without, ptxas gives its 1 × 8192
-                 # tile 40 registers against 32 (3 programs an SM against 4: +1.7 µs).
-                 HAS_WEIGHT_OFFSET=is_rms_norm or weight_offset != 0.0, **gate_flags(x, weight, gate, x_hat_dtype))
-    # Whole-row tiles read x once and write y once: L2 evict_first (STREAM) on rows of ≥ 2048 (H200
-    # A/B, bf16, µs: LayerNorm 16384×2048 35.3 → 34.3, ×4096 69.1 → 68.0, ×8192 133.8 → 133.0; RMSNorm
-    # ×2048 35.2 → 34.1, ×4096 68.1 → 67.8). The fused add (×4096 134.6 → 135.7) and short rows
-    # (524288×128: LayerNorm 68.1 → 71.1, RMSNorm 66.8 → 68.1) lost, so keep the default; 1024 was not
-    # measured. Rows that re-read x for y (TileConfig.reload) and RMSNorm's column tiles set their own
-    # policy (evict_last, then evict_first): docs/design.md#heuristics.
+    config = fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm, heads, sms, config)
+    flags = fwd_flags(x, weight, bias, residual, residual_out, rstd, gate, is_rms_norm, x_hat_dtype, weight_offset)
     ran = []  # (grid, args, kwargs, exchange slots) of the launch that ran: the plan
 
     def run(config: cfg.TileConfig) -> None:
         ran.clear()
-        # LayerNorm only: its PTX loses 7-8 % of its instructions unmasked (346 → 321 at 4096), at
-        # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
-        # 32-35 → 40 at 4096, fewer programs an SM).
-        even = not is_rms_norm and config.one_tile and n == config.block_n and m % config.block_m == 0
-        args = (x, residual, weight, bias, gate, out, residual_out, mean, rstd)
-        tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1), _stride(gate, 0),
-                _stride(gate, 1), out.stride(0), _stride(residual_out, 0), eps, weight_offset)
-        options = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-                       EVEN_ROWS=even and not config.split,
-                       STREAM=config.one_tile and residual is None and config.block_n >= _STREAM_MIN_N,
-                       RELOAD=config.reload, COLUMN_STAGES=config.column_stages or None,
-                       CENTERED_PASS=config.centered_pass, HOLD_WEIGHT=config.hold_weight,
-                       BF16_PAIRS=cfg.takes_pairs(config, backward=False) and inline_ptx(x.device),
-                       PTX=inline_ptx(x.device),
-                       num_warps=config.num_warps, num_stages=config.num_stages, **flags,
-                       **({"maxnreg": config.max_registers} if config.max_registers else {}))
+        args, tail, options = fwd_arguments(config, x, out, weight, bias, residual, residual_out, mean, rstd, gate,
+                                            heads, eps, weight_offset, flags)
         if not config.split:
             grid = (cfg.cdiv(m, config.block_m),)
             launch(kernels().norm_fwd_kernel, grid, *args, None, *tail, **options)
@@ -204,7 +140,7 @@ def launch_fwd(x: Tensor, out: Tensor, *, weight: Optional[Tensor] = None, bias:
         xchg = _split_buffer(config, parts, cfg.backward_grid(config, m, sms, n=n), x.device)
 
         def grid(kernel) -> Tuple[int]:
-            return (cfg.backward_grid(config, m, sms, n=n, resident=_resident(kernel, x.device)) * parts,)
+            return (cfg.backward_grid(config, m, sms, n=n, resident=resident(kernel, x.device)) * parts,)
 
         options = dict(options, SPLIT=cfg.next_power_of_2(parts), SPLIT_STAGES=config.async_stages or None)
         launched = launch_fitted(kernels().norm_fwd_kernel, grid, *args, xchg, *tail, **options)
@@ -250,7 +186,7 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
                 grad.zero_()
         return None
     if not uses_triton(x.device):
-        heads = _heads(weight, dbias)
+        heads = head_count(weight, dbias)
         d_x, d_w, d_b, *d_gate = reference.norm_bwd(
             _per_head(x, heads), weight, _per_head(dy, heads), mean, rstd,
             _per_head(dresidual_out, heads), eps=eps, is_rms_norm=is_rms_norm,
@@ -270,32 +206,13 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         launch_bwd_plan(planned, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dweight, dbias, dgate, eps,
                         weight_offset)
         return planned
-    heads = _heads(weight, dbias)
-    if config is not None:
-        cfg.check_covers(config, n)
+    heads = head_count(weight, dbias)
     sms = multiprocessor_count(x.device)
-    picked = config or cfg.tile_config(n, True, interpret(), heads=heads, multiprocessors=sms_for_tiles(gate, sms),
-                                       residual=dresidual_out is not None, layer_norm=not is_rms_norm,
-                                       element_size=x.element_size(), recompute=rstd is None,
-                                       # (the check, ~3 µs of host time on a CPU runner, only where
-                                       # the tile may stage its loads)
-                                       vector_aligned=not cfg.may_stage(n, x.element_size())
-                                       or vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate),
-                                       device=target(x.device))
-    if gate is not None and config is None:
-        picked = gated_backward_tile(picked)
-    config = cfg.fit_block_m(picked, m // heads)
-    check_gate_config(gate, config)
-    forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
-                    and not (f == "reload" and config.split)]  # the backward's split parts re-read too
-    if forward_only:  # else a forced config would run (and be timed) as the tile without them
-        raise ValueError(f"config.{', config.'.join(forward_only)} shape the forward only (reload: and the "
-                         f"backward's split parts); the backward has no such path, got {config}")
+    # (the alignment check, ~3 µs of host time on a CPU runner, only where the tile may stage its loads)
+    aligned = not cfg.may_stage(n, x.element_size()) or vector_aligned(n, x, dy, dx, dresidual_out, gate, dgate)
+    config = bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm, heads, sms, aligned, config)
     acc = reference.compute_dtype(x.dtype)
-    flags = dict(IS_RMS_NORM=is_rms_norm, HAS_WEIGHT=dweight is not None, HAS_BIAS=dbias is not None,
-                 HAS_DRESIDUAL=dresidual_out is not None, RECOMPUTE_STATS=rstd is None,
-                 COMPUTE_DTYPE=tl_compute_dtype(x), X_HAT_DTYPE=tl_x_hat_dtype(x, x_hat_dtype),
-                 **gate_flags(x, weight, gate, x_hat_dtype))
+    flags = bwd_flags(x, weight, dweight, dbias, dresidual_out, rstd, gate, is_rms_norm, x_hat_dtype)
     ran = []  # what the configuration that ran launched: the plan
 
     def run(config: cfg.TileConfig) -> None:
@@ -309,35 +226,14 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         partials = torch.empty((len(grads), asked, heads * n), dtype=acc, device=x.device) if grads else None
         dw_partial, db_partial = _partial_rows(partials, dweight, dbias)
         xchg = _split_buffer(config, parts, asked * heads, x.device) if parts > 1 else None
-
-        def grid(kernel) -> Tuple[int, int]:
-            programs = cfg.backward_grid(config, m // heads, sms, n=n, heads=heads,
-                                         resident=_resident(kernel, x.device))
-            return programs * parts, heads
-
-        args = (x, weight, dy, dresidual_out, mean, rstd, gate, dx, dw_partial, db_partial, dgate, xchg, m, n, heads,
-                x.stride(0), x.stride(1), dy.stride(0), dy.stride(1), _stride(dresidual_out, 0),
-                _stride(dresidual_out, 1), _stride(gate, 0), _stride(gate, 1), dx.stride(0), _stride(dgate, 0), eps,
-                weight_offset)
-        options = dict(
-            BLOCK_M=config.block_m, BLOCK_N=config.block_n, ONE_TILE=config.one_tile,
-            SPLIT=cfg.next_power_of_2(parts), PREFETCH=config.prefetch, LAUNCH_DEPENDENTS=pdl,
-            JOIN_SUMS=config.joined_sums, ASYNC_STAGES=config.async_stages or None, RELOAD=config.reload,
-            JOIN_STATS=rstd is None and cfg.joins_stats(config, not is_rms_norm),
-            EVEN_COLS=cfg.even_cols(config, n, x.element_size()),
-            BF16_PAIRS=cfg.takes_pairs(config, backward=True) and inline_ptx(x.device), PTX=inline_ptx(x.device),
-            num_warps=config.num_warps, num_stages=config.num_stages, **flags,
-            **({"maxnreg": config.max_registers} if config.max_registers else {}),
-        )
+        grid = bwd_grid(config, x, heads, sms)
+        args, options = bwd_arguments(config, x, weight, dy, dresidual_out, mean, rstd, gate, dx, dw_partial,
+                                      db_partial, dgate, xchg, heads, eps, weight_offset, flags, pdl)
         launched = launch_fitted(kernels().norm_bwd_kernel, grid, *args, **options)
         programs = launched[0] // parts
         finished = None
         if grads:
-            finish = cfg.finish_config(interpret(), programs, heads * n)
-            finish_grid = (cfg.cdiv(heads * n, finish.block_n), len(grads))
-            finish_args = (partials, grads[0], grads[-1], programs, heads * n, partials.stride(0))
-            finish_options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl,
-                                  num_warps=finish.num_warps, **({"launch_pdl": True} if pdl else {}))
+            finish_grid, finish_args, finish_options = finish_arguments(partials, grads, programs, heads * n, pdl)
             launch(kernels().sum_partials_kernel, finish_grid, *finish_args, **finish_options)
             finished = (finish_grid, finish_args, finish_options)
         ran.append((launched, args, options, None if partials is None else partials.shape,
