@@ -172,12 +172,13 @@ def bwd_arguments(config: cfg.TileConfig, x, weight, dy, dresidual_out, mean, rs
     return args, options
 
 
-def finish_arguments(partials: Tensor, grads: list, programs: int, columns: int, pdl: bool) -> tuple:
-    """(grid, args, options) of the finisher summing `programs` partial rows of `columns` into grads
-    (dweight and / or dbias; docs/design.md#finisher); pdl: wait for the backward's writes in the kernel."""
+def finish_arguments(partials: Tensor, out: Tensor, out2: Tensor, count: int, programs: int, columns: int,
+                     pdl: bool) -> tuple:
+    """(grid, args, options) of the finisher summing `programs` partial rows of `columns` from partials[k]
+    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes."""
     finish = cfg.finish_config(interpret(), programs, columns)
-    grid = (cfg.cdiv(columns, finish.block_n), len(grads))
-    args = (partials, grads[0], grads[-1], programs, columns, partials.stride(0))
+    grid = (cfg.cdiv(columns, finish.block_n), count)
+    args = (partials, out, out2, programs, columns, partials.stride(0))
     options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,
                    **({"launch_pdl": True} if pdl else {}))
     return grid, args, options

@@ -37,7 +37,7 @@ import torch
 
 from ._runtime import rounded_casts
 
-__all__ = ["launch", "launch_fitted", "bind", "set_mode", "get_mode", "enabled"]
+__all__ = ["launch", "launch_fitted", "build", "bind", "set_mode", "get_mode", "enabled"]
 
 _Tensor = torch.Tensor
 _get_device = getattr(torch._C, "_cuda_getDevice", None)
@@ -140,18 +140,28 @@ def launch_fitted(fn, grid_for: Callable[[Any], tuple], *args, **kwargs) -> tupl
         grid = grid_for(None)
         _interpreted(fn, grid, args, kwargs)
         return grid
-    kernel = fn.warmup(*args, grid=(1,), **kwargs)  # compiles (or finds) the kernel, launches nothing
-    if _CompiledKernel is not None and isinstance(kernel, _CompiledKernel):
-        kernel.run  # loads the binary: n_regs is known from here on
-        if not hasattr(kernel, "n_regs"):
-            # It failed to load before (OutOfResources: shared memory): Triton keeps that error in
-            # `run` instead of raising it again on access. Raise it again.
-            kernel.run()
-    else:
-        kernel = None
-    grid = grid_for(kernel)
+    grid = grid_for(build(fn, *args, **kwargs))
     fn[grid](*args, **kwargs)
     return grid
+
+
+def build(fn, *args, **kwargs):
+    """The loaded `CompiledKernel` that ``fn[grid](*args, **kwargs)`` would launch, compiled if new (a
+    compile error raises here), launching nothing; None under the interpreter. A tensor may be given as
+    its dtype (Triton's MockTensor: 16-byte aligned)."""
+    if not _loaded:
+        _load_triton()
+    if isinstance(fn, _InterpretedFunction):
+        return None
+    kernel = fn.warmup(*args, grid=(1,), **kwargs)
+    if _CompiledKernel is None or not isinstance(kernel, _CompiledKernel):
+        return None
+    kernel.run  # loads the binary: n_regs is known from here on
+    if not hasattr(kernel, "n_regs"):
+        # It failed to load before (OutOfResources: shared memory): Triton keeps that error in
+        # `run` instead of raising it again on access. Raise it again.
+        kernel.run()
+    return kernel
 
 
 # ----------------------------------------------------------------------------- bound launches

@@ -233,7 +233,8 @@ def launch_bwd(x: Tensor, dy: Tensor, dx: Tensor, *, weight: Optional[Tensor] = 
         programs = launched[0] // parts
         finished = None
         if grads:
-            finish_grid, finish_args, finish_options = finish_arguments(partials, grads, programs, heads * n, pdl)
+            finish_grid, finish_args, finish_options = finish_arguments(partials, grads[0], grads[-1], len(grads),
+                                                                        programs, heads * n, pdl)
             launch(kernels().sum_partials_kernel, finish_grid, *finish_args, **finish_options)
             finished = (finish_grid, finish_args, finish_options)
         ran.append((launched, args, options, None if partials is None else partials.shape,

@@ -6,8 +6,15 @@ outputs and hand them to the launchers (`normkit.launchers`: `launch_fwd` / `lau
 from here), which launch the Triton kernels on CUDA tensors (and on CPU tensors under TRITON_INTERPRET=1) or
 call `normkit.reference` on CPU. They do no math of their own. The public, quack-aligned entry points live in
 `normkit.lowlevel`.
+
+Under torch.compile the ops trace as the opaque custom ops `normkit::norm_fwd` / `norm_bwd` below, which run
+the launchers on every step. `set_compile_ops("triton")` or NORMKIT_COMPILE_OPS=triton traces
+`normkit::norm_fwd_triton` / `norm_bwd_triton` instead (`normkit.compiled`): Inductor sees the Triton kernels
+and its generated code launches them, with no normkit Python per step; where a traced launch cannot express
+the call (symbolic shapes, split-row tiles, ...) they call the opaque ops (docs/design.md#launch-path).
 """
 
+import os
 from typing import List, Optional, Tuple
 
 import torch
@@ -18,7 +25,7 @@ from .validation import stats_dtype
 from .variant import CompileFallbackWarning
 
 __all__ = ["norm_fwd", "norm_bwd", "launch_fwd", "launch_bwd", "plan_cache_info", "clear_plans",
-           "CompileFallbackWarning", "PLANS", "CALLS"]
+           "set_compile_ops", "get_compile_ops", "CompileFallbackWarning", "PLANS", "CALLS"]
 
 Tensor = torch.Tensor
 
@@ -33,6 +40,29 @@ def clear_plans() -> None:
     """Forget every launch and call plan (and the counts): the next call of each signature takes the full path."""
     PLANS.clear()
     CALLS.clear()
+
+
+# ----------------------------------------------------------------------------- what torch.compile traces
+_COMPILE_OPS = ("triton", "opaque")
+
+
+def set_compile_ops(mode: str) -> None:
+    """What torch.compile traces for a norm (docs/design.md#launch-path): "opaque" (default) the custom
+    ops below, which call the launchers at run time; "triton" the triton ops of `normkit.compiled`, whose
+    kernels Inductor launches (not the default yet: a prenorm residual_out viewed to x's shape comes back
+    2-D under AOTAutograd). Functions compiled before keep theirs until `torch._dynamo.reset()`."""
+    global _triton_ops
+    if mode not in _COMPILE_OPS:
+        raise ValueError(f"mode must be 'triton' or 'opaque', got {mode!r}")
+    _triton_ops = mode == "triton"
+
+
+def get_compile_ops() -> str:
+    return "triton" if _triton_ops else "opaque"
+
+
+_triton_ops = False
+set_compile_ops(os.environ.get("NORMKIT_COMPILE_OPS", "opaque").strip().lower() or "opaque")
 
 
 # ----------------------------------------------------------------------------- custom ops
@@ -144,12 +174,17 @@ def norm_fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], residu
              ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """The forward op on validated 2-D input: (out, residual_out, mean, rstd), None where not produced
     (residual_out None means "x itself"); out = u·silu(gate) with a gate. Eager calls skip the
-    dispatcher (host overhead); under torch.compile the registered op is what gets traced."""
+    dispatcher (host overhead); under torch.compile a registered op is what gets traced (module docstring)."""
     args = (x, weight, bias, residual, eps, weight_offset, is_rms_norm, store_stats, out_dtype, residual_dtype,
             x_hat_dtype, gate)
     if not torch.compiler.is_compiling():
         return _run_fwd(*args)[0]
-    out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
+    if _triton_ops:
+        from . import compiled  # noqa: F401  (Dynamo imports it once: it registers the triton ops)
+
+        out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd_triton(*args)
+    else:
+        out, residual_out, mean, rstd = torch.ops.normkit.norm_fwd(*args)
     return (out, residual_out if residual_out.dim() == 2 else None,
             mean if store_stats and not is_rms_norm else None, rstd if store_stats else None)
 
@@ -167,6 +202,11 @@ def norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, *, mean: Optiona
     if not torch.compiler.is_compiling():
         dx, dweight, dbias, dgate = _run_bwd(*args)[0]
     else:
-        dx, dweight, dbias, dgate = torch.ops.normkit.norm_bwd(*args)
+        if _triton_ops:
+            from . import compiled  # noqa: F401  (Dynamo imports it once: it registers the triton ops)
+
+            dx, dweight, dbias, dgate = torch.ops.normkit.norm_bwd_triton(*args)
+        else:
+            dx, dweight, dbias, dgate = torch.ops.normkit.norm_bwd(*args)
         dweight, dbias = (dweight if weight is not None else None), (dbias if bias_dtype is not None else None)
     return (dx, dweight, dbias) if gate is None else (dx, dweight, dbias, dgate)
