@@ -19,6 +19,7 @@ from . import config as cfg
 from . import reference
 from ._runtime import (dependent_launch, interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count,
                        uses_triton)
+from .arguments import _STREAM_MIN_N  # noqa: F401  (tools/compile_targets.py and tools/ptx_stats.py read it here)
 from .arguments import (bwd_arguments, bwd_flags, bwd_grid, bwd_tile, finish_arguments, fwd_arguments, fwd_flags,
                         fwd_tile, head_count, resident)
 from .launch import bind, launch, launch_fitted
