@@ -18,13 +18,14 @@ The body calls the opaque op instead where this path cannot express the launch: 
 shape or stride, M = 0, split-row tiles (every program resident, an exchange buffer zeroed per call),
 tiles with a register cap (`maxnreg`), the CPU reference path, and float64 outputs the interpreter stages.
 
-Opt-in (`ops.set_compile_ops("triton")`, NORMKIT_COMPILE_OPS=triton): a prenorm residual_out that the
-caller views to x's shape comes back with the 2-D shape under AOTAutograd (tests/test_compile_ops.py, xfail).
-`normkit.ops` imports this module while Dynamo traces its first norm in that mode, which registers the triton ops: eager use never imports Triton early (TRITON_INTERPRET may
-be set after `import normkit`) nor Inductor's helpers (about a second).
+Opt-in (`ops.set_compile_ops("triton")`, NORMKIT_COMPILE_OPS=triton) until it has run on a GPU.
+`normkit.ops` imports this module while Dynamo traces its first norm in that mode, which registers the
+triton ops: eager use never imports Triton early (TRITON_INTERPRET may be set after `import normkit`) nor
+Inductor's helpers (about a second).
 """
 
 import functools
+import inspect
 from typing import List, Optional, Tuple
 
 import torch
@@ -63,9 +64,20 @@ def traceable(kernel):
     return Interpreted(kernel.fn)
 
 
+def _every_argument(kernel, args: tuple, options: dict) -> dict:
+    """The launch's arguments by name, the kernel's defaults included: torch's analysis of what a kernel writes
+    (`generate_ttir`) binds every parameter, and where it cannot, it takes every input tensor as written (a copy
+    of each a call, and outputs that alias them lost under AOTAutograd)."""
+    every = dict(zip(kernel.arg_names, args), **options)
+    every.update((p.name, p.default) for p in kernel.params
+                 if p.name not in every and p.default is not inspect.Parameter.empty)
+    return every
+
+
 def _launch_all(launches: list) -> None:
     for kernel, grid, args, options in launches:
-        torch.library.wrap_triton(traceable(kernel))[grid](*args, **options)
+        wrapped = traceable(kernel)
+        torch.library.wrap_triton(wrapped)[grid](**_every_argument(wrapped, args, options))
 
 
 def _apart(tensors) -> tuple:
