@@ -14,9 +14,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from normkit import _runtime
 from normkit import config as cfg
+from normkit.kernels import ptx
 from tests.config_cases import device_picks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -185,6 +188,99 @@ def test_the_compile_check_sees_inline_assembly():
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.split("\n")[:3] == ["sm80 True True True", "sm80 False True False",
                                           "gfx942 False True False"], out.stdout
+
+
+# A portable split backward for sm_90 (the H200 forced onto the generic ladder, NORMKIT_PORTABLE=1) and for gfx942
+# (parts of one row: see _ASM_CHECK), LayerNorm recomputing its statistics: four words a lane in one wait. Printed:
+# the volatile loads in the TTGIR's scf.while and after it, then the spin's loads in the innermost loop of the
+# target's assembly and in all of it (ld.volatile on NVIDIA; on AMD loads with sc0 sc1, past the caches).
+_SPIN_CHECK = r"""
+import dataclasses, re, sys
+sys.path.insert(0, "tools")
+import compile_targets as ct
+from normkit import config as cfg
+
+def loop_and_rest(ttgir):
+    lines = ttgir.split("\n")
+    first = next(k for k, line in enumerate(lines) if "scf.while" in line)
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    last = next(k for k in range(first + 1, len(lines)) if lines[k][:indent + 1].strip()
+                and not lines[k].lstrip().startswith(("} do {", "^bb")))
+    return "\n".join(lines[first:last + 1]), "\n".join(lines[:first] + lines[last + 1:])
+
+def innermost(asm, label, branch, load):
+    lines, loops = asm.split("\n"), []
+    for k, line in enumerate(lines):
+        found = re.match(label, line)
+        back = [j for j in range(k, len(lines)) if found and re.search(branch % re.escape(found.group(1)), lines[j])]
+        if back and any(re.search(load, x) for x in lines[k:back[-1] + 1]):
+            loops.append(lines[k:back[-1] + 1])
+    return "\n".join(min(loops, key=len)) if loops else ""
+
+generic = cfg.device.forced(cfg.KNOWN_DEVICES["sm90"], "generic")
+split = cfg.tile_config(65536, True, False, device=generic, layer_norm=True, element_size=2, recompute=True)
+scenario = dict(backward=True, residual=False, layer_norm=True, element_size=2, heads=1, recompute=True)
+for name, tile, asm, label, branch, load in (
+        ("sm90", split, "ptx", r"^([$]L__BB[0-9_]+):", r"bra(\.uni)?\s+%s;", r"ld\.volatile"),
+        ("gfx942", dataclasses.replace(split, block_m=1), "amdgcn", r"^(\.LBB[0-9_]+):", r"s_c?branch\w*\s+%s$",
+         r"global_load\w* .*sc0 sc1")):
+    assert tile.split
+    compiled = ct.compile_pick(ct.TARGETS[name], tile, scenario, ptx=False)
+    loop, rest = loop_and_rest(compiled.asm["ttgir"])
+    text = compiled.asm[asm]
+    count = lambda pattern, where: len(re.findall(pattern, where))
+    print(name, count("isVolatile = true", loop), count("isVolatile = true", rest),
+          count(load, innermost(text, label, branch, load)), count(load, text))
+"""
+
+
+def test_the_portable_wait_reads_each_word_once_a_round():
+    """The portable spin wait (ptx._spin) compiled for sm_90 and gfx942: one volatile load of each awaited word a
+    round inside the loop, none after it (the words a round checked are the ones returned), and in the assembly
+    every one of the spin's loads inside the innermost loop. Triton had copied each load into the other layouts
+    the loop's reduction asked for (four of each word a round, three of them unused) and read the words again
+    after the loop; on gfx942 it dropped their volatility (triton-lang/triton#11223), which `.cv` keeps."""
+    out = subprocess.run([sys.executable, "-c", _SPIN_CHECK], cwd=ROOT, env=_compiler_env(), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for line in out.stdout.split("\n")[:2]:
+        name, in_loop, after, asm_in_loop, asm_total = line.split()
+        assert (int(in_loop), int(after)) == (4, 0), line  # four words a lane, each loaded once a round
+        assert int(asm_in_loop) == int(asm_total) > 0, line
+
+
+@triton.jit
+def _await_kernel(WORDS, OUT, tag, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """Each wait of ptx.py on the portable path, on words already published; the last row's lanes disabled."""
+    SPAN: tl.constexpr = ROWS * COLS
+    offsets = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    words = WORDS + offsets
+    tags = tl.zeros([ROWS, COLS], tl.int32) + tag
+    enabled = (tl.arange(0, ROWS) < ROWS - 1).to(tl.int32)[:, None]
+    tl.store(OUT + offsets, ptx.await_word(words, tags, enabled, False))
+    first, second = ptx.await_two_words(words, words + SPAN, tags, enabled, False)
+    tl.store(OUT + SPAN + offsets, first)
+    tl.store(OUT + 2 * SPAN + offsets, second)
+    a, b, c, d = ptx.await_four_words(words, words + SPAN, words + 2 * SPAN, words + 3 * SPAN, tags, enabled, False)
+    tl.store(OUT + 3 * SPAN + offsets, a)
+    tl.store(OUT + 4 * SPAN + offsets, b)
+    tl.store(OUT + 5 * SPAN + offsets, c)
+    tl.store(OUT + 6 * SPAN + offsets, d)
+
+
+def test_the_portable_wait_returns_the_tagged_words():
+    """Through the interpreter: await_word, await_two_words and await_four_words without PTX return each enabled
+    lane's word as published (tag in the high half, payload in the low) and 0 on disabled lanes, whose words
+    carry an older round's tag (a wait on them would never end)."""
+    rows, cols, tag = 8, 2, 7
+    payload = torch.arange(4 * rows * cols, dtype=torch.int64).reshape(4, rows, cols) * 1000 + 17
+    words = (tag << 32) | payload
+    words[:, -1] = (tag - 4) << 32  # the last row: a round the ring left behind
+    out = torch.full((7, rows, cols), -1, dtype=torch.int64)
+    _await_kernel[(1,)](words, out, tag, rows, cols)
+    expected = words[[0, 0, 1, 0, 1, 2, 3]].clone()
+    expected[:, -1] = 0
+    assert torch.equal(out, expected), (out, expected)
 
 
 def _interpreted_shape(config: cfg.TileConfig) -> tuple:

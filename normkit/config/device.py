@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Dict
 
 from .shapes import Problem
-from .tile import TileConfig, cdiv
+from .tile import TileConfig, cdiv, next_power_of_2
 
 LADDERS = ("sm90", "generic")
 
@@ -66,7 +66,9 @@ def shared_bytes(config: TileConfig, p: Problem, backward: bool, warp_size: int 
     it against the compiled kernels): its staged loads — (stages − 1) row blocks of each tensor the row loop
     reads, the weight and bias taken 4-byte — and its scratch: the backward's a row block of float values (the
     dweight partial on its way to the store's layout); the forward's the row sums of every warp and, where x,
-    y and the residual differ in width, a layout conversion of up to 8 of the widest elements a thread at a time."""
+    y and the residual differ in width, a layout conversion of up to 8 of the widest elements a thread at a time;
+    split parts also the portable spin wait's reduction (kernels/ptx.py), 8 bytes a word (up to 4) for each part
+    of the row block on each warp, reused after the other scratch."""
     compute = 8 if p.x_bytes == 8 else 4
     stages = config.async_stages or config.column_stages
     if backward:
@@ -76,12 +78,14 @@ def shared_bytes(config: TileConfig, p: Problem, backward: bool, warp_size: int 
         if config.split and not config.hold_weight:
             element_bytes += 2 * 4
     staged = max(stages - 1, 0) * config.block_m * config.block_n * element_bytes
+    parts = max(8, next_power_of_2(cdiv(p.n, config.block_n)))  # 8: the SPLIT compile_targets compiles
+    spin = 8 * 4 * parts * config.block_m * config.num_warps if config.split else 0
     if backward:
-        return staged + config.block_m * config.block_n * compute
+        return staged + max(config.block_m * config.block_n * compute, spin)
     mixed = p.y_bytes != p.x_bytes or (p.residual and p.residual_bytes != p.x_bytes)
     widest = max(p.x_bytes, p.y_bytes, p.residual_bytes if p.residual else 0)
     conversion = min(config.block_m * config.block_n, config.num_warps * warp_size * 8) * widest if mixed else 0
-    return staged + 4 * config.block_m * config.num_warps * compute + conversion
+    return staged + max(4 * config.block_m * config.num_warps * compute + conversion, spin)
 
 
 def from_properties(props, hip: bool, forced_ladder: str = "") -> Device:

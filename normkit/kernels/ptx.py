@@ -12,9 +12,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-# Pads a spin wait's tile of late words to this many lanes before the loop's decision is reduced: the most
-# threads a program has on either vendor (32 warps of 32, 16 wavefronts of 64), so no thread holds a replica
-# of another's word and every thread's view counts in the reduction (`_any_late`).
+# Pads a spin wait's tile of words to this many elements (`_padded`): the most threads a program has on either
+# vendor (32 warps of 32, 16 wavefronts of 64), so no thread holds a replica of another's word.
 _MAX_THREADS = tl.constexpr(1024)
 
 
@@ -84,56 +83,72 @@ def await_four_words(a, b, c, d, tag, enabled, PTX: tl.constexpr):
 
 
 @triton.jit
-def _late(ptr, tag, on):
-    """Which words at ptr do not carry `tag` yet where `on`, read by volatile loads (past L1, as the PTX's
-    relaxed loads)."""
-    return on & ((tl.load(ptr, mask=on, other=0, volatile=True) >> 32).to(tl.int32) != tag)
+def _padded(ptr):
+    """ptr's (ROWS, COLS) tile broadcast over a third, padding axis up to _MAX_THREADS elements: no thread holds a
+    replica of another's element, so a reduction over the padding axis takes every thread's view (`_spin`)."""
+    ROWS: tl.constexpr = ptr.shape[0]
+    COLS: tl.constexpr = ptr.shape[1]
+    PAD: tl.constexpr = max(1, _MAX_THREADS // (ROWS * COLS))
+    return ptr[:, :, None] + tl.zeros([ROWS, COLS, PAD], tl.int32)
 
 
 @triton.jit
 def _read(ptr, on):
-    """The words at ptr (0 where not `on`), read by volatile loads."""
-    return tl.load(ptr, mask=on, other=0, volatile=True)
+    """The words at ptr's padded copies (`_padded`; 0 where not `on`), read by volatile loads past L1, as the
+    PTX's relaxed loads. ".cv": Triton 3.6's AMD backend drops the volatile flag (triton-lang/triton#11223) but
+    keeps this one (sc0 sc1); NVIDIA's ld.volatile is unchanged by it."""
+    return tl.load(_padded(ptr), mask=on[:, :, None], other=0, volatile=True, cache_modifier=".cv")
 
 
 @triton.jit
-def _any_late(late):
-    """1 where any thread of the program saw a late word, else 0 — the same answer in every thread. A small tile
-    of words is replicated across threads, each replica loaded on its own, and a reduction of such a tile
-    reduces each replica apart: threads of one warp could leave the loop at different rounds and split the warp
-    inside the next shuffle (the hang docs/design.md#split-rows describes). Broadcast over a padding axis up to
-    _MAX_THREADS elements, the tile has no replicas left, and its reduction takes every thread's view."""
-    ROWS: tl.constexpr = late.shape[0]
-    COLS: tl.constexpr = late.shape[1]
-    PAD: tl.constexpr = max(1, _MAX_THREADS // (ROWS * COLS))
-    wide = late.to(tl.int32)[:, :, None] + tl.zeros([ROWS, COLS, PAD], tl.int32)
-    return tl.max(tl.reshape(wide, [ROWS * COLS * PAD]), axis=0)
+def _largest_of_two(a, b, other_a, other_b):
+    """`tl.reduce`'s combine for two words' copies: the larger of each."""
+    return tl.maximum(a, other_a), tl.maximum(b, other_b)
+
+
+@triton.jit
+def _largest_of_four(a, b, c, d, other_a, other_b, other_c, other_d):
+    """`tl.reduce`'s combine for four words' copies: the larger of each."""
+    return tl.maximum(a, other_a), tl.maximum(b, other_b), tl.maximum(c, other_c), tl.maximum(d, other_d)
+
+
+@triton.jit
+def _late(word, tag, on):
+    """Where `on`, whether a word does not carry `tag` (its high half) yet."""
+    return on & ((word >> 32).to(tl.int32) != tag)
 
 
 @triton.jit
 def _spin(a, b, c, d, tag, enabled, WORDS: tl.constexpr):
-    """The portable spin wait on WORDS (1, 2 or 4) words a lane: rounds of volatile loads of every word until no
-    thread sees a late one (`_any_late`: the loop's condition is the same in every thread), then the words read
-    once more for the caller — Triton may read a word again in another layout for its uses, so the values a
-    round checked are not the ones returned (two L2 round trips a wait, where the PTX takes one)."""
+    """The portable spin wait on WORDS (1, 2 or 4) words a lane: rounds of volatile loads of every word's padded
+    copies, each word then the largest of its copies (one reduction: the same value in every thread that holds
+    it; tags rise round by round, so the newest copy read), until every word so kept carries the tag (a condition
+    reduced from those values: the same in every thread). Those very values are returned: a tagged word is
+    written once, whole (`stats._send`), so it is final. One L2 round trip a wait once the words have arrived, as
+    the PTX's; no thread returns a copy that was not checked (docs/design.md#split-rows)."""
     on = enabled != 0
-    late = 1
-    while late > 0:
-        seen = _late(a, tag, on)
-        if WORDS > 1:
-            seen = seen | _late(b, tag, on)
-        if WORDS > 2:
-            seen = seen | _late(c, tag, on) | _late(d, tag, on)
-        late = _any_late(seen)
-    word_a = _read(a, on)
+    word_a = tl.zeros(a.shape, tl.int64)
     word_b = word_a
     word_c = word_a
     word_d = word_a
-    if WORDS > 1:
-        word_b = _read(b, on)
-    if WORDS > 2:
-        word_c = _read(c, on)
-        word_d = _read(d, on)
+    late = 1
+    while late > 0:
+        if WORDS == 1:
+            word_a = tl.max(_read(a, on), axis=2)
+            word_b = word_a
+        elif WORDS == 2:
+            word_a, word_b = tl.reduce((_read(a, on), _read(b, on)), 2, _largest_of_two)
+        else:
+            word_a, word_b, word_c, word_d = tl.reduce((_read(a, on), _read(b, on), _read(c, on), _read(d, on)), 2,
+                                                       _largest_of_four)
+        seen = _late(word_a, tag, on) | _late(word_b, tag, on)
+        if WORDS > 2:
+            seen = seen | _late(word_c, tag, on) | _late(word_d, tag, on)
+        # axis by axis: in the words' own layout (a flat max reshapes the tile through shared memory first)
+        late = tl.max(tl.max(seen.to(tl.int32), axis=1), axis=0)
+    if WORDS < 4:
+        word_c = word_a
+        word_d = word_b
     return word_a, word_b, word_c, word_d
 
 
