@@ -215,10 +215,10 @@ def test_grid_shrinks_to_the_programs_that_fit(device, monkeypatch):
     shrinks to them: the partial rows were allocated for the grid asked for, and the finisher
     sums only the rows written, for both gradients (dweight and dbias: the second one starts a
     buffer's length in)."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     monkeypatch.setattr(launchers, "multiprocessor_count", lambda device: 4)
-    monkeypatch.setattr(launchers, "_resident", lambda kernel, device: 1)
+    monkeypatch.setattr(arguments, "resident", lambda kernel, device: 1)  # (the backward grid's residency)
     launched = []
     real = launchers.launch_fitted
     monkeypatch.setattr(launchers, "launch_fitted", lambda fn, grid, *a, **k: launched.append(real(fn, grid, *a, **k))
@@ -363,7 +363,7 @@ def test_backward_with_loads_staged_in_shared_memory(device, stages):
     """async_stages (the row loop's loads pipelined through shared memory on a GPU; the interpreter
     runs the loop as written): RMSNorm, LayerNorm with bias and the fused add's dresidual_out against
     float64, with partial row blocks (M not a multiple of the tile's rows) and masked columns."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     for m, n, rms, residual in ((37, 256, True, False), (37, 200, False, False), (21, 256, True, True)):
         g = torch.Generator().manual_seed(m * n + stages)
@@ -393,7 +393,7 @@ def test_backward_register_cap_reaches_the_launch(device, monkeypatch):
     """A backward config's max_registers reaches the launch as Triton's maxnreg (the grid is then
     fitted to the programs the capped kernel leaves resident), none without it; the capped launch
     against float64 (RMSNorm and LayerNorm, a partial row block, masked columns)."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     seen = []
     real = launchers.launch_fitted
@@ -437,7 +437,7 @@ def test_staged_backward_with_per_head_weights(device, rms):
     """QK-norm rows (heads of 128, a width the heuristic stages): per-head weights
     (H, D), each program's rows strided by H, loads staged 3 deep, against float64 with a partial
     row block."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     heads, tokens, d = 4, 11, 128
     g = torch.Generator().manual_seed(5 + rms)
@@ -478,7 +478,7 @@ def test_non_contiguous_weight_and_rstd(device):
 def test_layer_norm_rows_without_masks(device, monkeypatch):
     """LayerNorm's forward drops its masks (EVEN_ROWS) exactly when whole rows fill whole tiles
     (N = BLOCK_N, M a multiple of BLOCK_M); both paths against float64, RMSNorm never unmasked."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     seen = []
     real = launchers.launch
@@ -508,7 +508,7 @@ def test_forward_adds_the_weight_offset_only_where_it_can_be_nonzero(device, mon
     """LayerNorm's forward leaves the offset's add out when the offset is 0 (HAS_WEIGHT_OFFSET);
     RMSNorm always keeps it (its register count, ops.launch_fwd). Both against float64, the
     offset also given to LayerNorm through the low-level launch."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     seen = []
     real = launchers.launch
@@ -533,7 +533,7 @@ def test_forward_reload_equals_the_row_kept_in_registers(device, dtype, monkeypa
     same values as the one keeping it in registers, bit for bit: y, residual_out, mean and rstd, for
     RMSNorm (with a weight offset), LayerNorm, the fused add and per-head weights; y against
     float64. The register cap (max_registers) reaches the launch as Triton's maxnreg."""
-    from normkit import reference
+    from normkit import arguments, reference
 
     seen = []
     real = launchers.launch
