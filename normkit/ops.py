@@ -49,8 +49,8 @@ _COMPILE_OPS = ("triton", "opaque")
 def set_compile_ops(mode: str) -> None:
     """What torch.compile traces for a norm (docs/design.md#launch-path): "opaque" (default) the custom
     ops below, which call the launchers at run time; "triton" the triton ops of `normkit.compiled`, whose
-    kernels Inductor launches (not the default until it has run on a GPU). Functions compiled before keep
-    theirs until `torch._dynamo.reset()`."""
+    kernels Inductor launches (not the default until it has run on a GPU). Dynamo guards on the mode: a
+    function compiled in the other mode recompiles at its next call."""
     global _triton_ops
     if mode not in _COMPILE_OPS:
         raise ValueError(f"mode must be 'triton' or 'opaque', got {mode!r}")

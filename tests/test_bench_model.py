@@ -67,6 +67,31 @@ def test_interleaved_rounds_train_each_variant_as_the_sequential_order_does(monk
     assert all(r["loss_ok"] for r in interleaved[1:])
 
 
+def test_traced_variants_trace_the_kernels_during_their_steps_only(monkeypatch):
+    """A traced variant's steps run with normkit.ops in "triton" mode (what torch.compile would trace), the
+    others' in the mode set before, restored after each step; eager, a traced variant trains as its plain one."""
+    from normkit import ops
+
+    seen = []
+    train_step = model.train_step
+
+    def recording(net, optimizer, tokens):
+        seen.append(ops.get_compile_ops())
+        return train_step(net, optimizer, tokens)
+
+    monkeypatch.setattr(model, "train_step", recording)
+    settings = model.Settings(variants=("patched", "traced", "fused", "fused-traced"), modes=("eager",), layers=1,
+                              hidden=64, seq=8, batch=1, vocab=64, steps=2, warmup=1, dtype="fp32")
+    rows, _ = model.run(settings, torch.device("cpu"), quiet=True)
+    assert ops.get_compile_ops() == "opaque"
+    assert seen[:4] == ["opaque", "triton", "opaque", "triton"]  # the warm-up step of each, in order
+    assert sorted(seen) == ["opaque"] * 6 + ["triton"] * 6
+    losses = {r["impl"]: r["losses"] for r in rows}
+    assert losses["traced"] == losses["patched"] and losses["fused-traced"] == losses["fused"]
+    assert "fused: " in rows[3]["note"] and "fused: " not in rows[1]["note"]
+    assert model.Settings().variants == ("stock", "patched", "fused", "liger")
+
+
 def test_qwen3_next_says_which_linear_attention_runs_and_patches_its_gated_norms(capsys):
     settings = model.Settings(model="qwen3-next", variants=("patched",), modes=("eager",), layers=4, hidden=64,
                               seq=16, batch=1, vocab=256, steps=1, warmup=1)
@@ -185,7 +210,8 @@ def test_bench_help_names_the_model_command_and_the_model_help_its_options(capsy
     (["--model", "gpt2"], "argument --model: invalid choice: 'gpt2'"),
     (["--model", "llama", "--steps", "0"], "argument --steps: --steps must be a whole number ≥ 1, got '0'"),
     (["--model", "llama", "--variants", "stock,fast"],
-     "argument --variants: --variants must be among stock, patched, fused, liger, got 'stock,fast'"),
+     "argument --variants: --variants must be among stock, patched, fused, liger, traced, fused-traced, got "
+     "'stock,fast'"),
     (["--model", "llama", "--modes", "jit"], "argument --modes: --modes must be among eager, compile, got 'jit'"),
     (["--model", "llama", "--dtype", "fp64"], "argument --dtype: invalid choice: 'fp64'"),
 ])
@@ -204,7 +230,8 @@ def test_without_a_gpu_the_default_size_is_refused_with_a_small_one_to_try(capsy
 
 @pytest.mark.parametrize("field, value, message", [
     ("model", "gpt2", "model must be among llama, qwen3, qwen3-next, got ['gpt2']"),
-    ("variants", ("stock", "fast"), "variants must be among stock, patched, fused, liger, got ('stock', 'fast')"),
+    ("variants", ("stock", "fast"),
+     "variants must be among stock, patched, fused, liger, traced, fused-traced, got ('stock', 'fast')"),
     ("modes", (), "modes must be among eager, compile, got ()"),
     ("compile_scope", "graph", "compile_scope must be among layers, model, got ['graph']"),
 ])

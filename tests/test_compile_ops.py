@@ -166,6 +166,23 @@ def test_prenorm_residual_out_keeps_the_callers_shape(device):
     assert y.shape == h.shape == (2, 3, 64), (y.shape, h.shape)
 
 
+def test_a_function_compiled_in_one_mode_recompiles_in_the_other(device):
+    """Dynamo guards on the mode (bench --model's traced variants rely on it): flipping it recompiles, and
+    flipping it back finds the first graph again."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    counter = CompileCounterWithBackend("aot_eager")
+    inputs = _inputs("rms", torch.float32, device)
+    compiled = torch.compile(_norm("rms"), backend=counter, fullgraph=True)
+    expected, graphs = _run(_norm("rms"), _leaves(inputs)), []
+    for mode in ("opaque", "triton", "opaque", "triton"):
+        ops.set_compile_ops(mode)
+        got = _run(compiled, _leaves(inputs))
+        graphs.append(counter.frame_count)
+        assert all(torch.equal(g, e) for g, e in zip(got, expected)), mode
+    assert graphs == [1, 2, 2, 2]
+
+
 def test_set_mode_rejects_unknown_modes():
     with pytest.raises(ValueError, match="mode must be 'triton' or 'opaque', got 'inductor'"):
         ops.set_compile_ops("inductor")

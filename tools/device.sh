@@ -12,6 +12,8 @@
 #   model          training steps of llama, qwen3 (eager with Liger; compiled with --profile) and qwen3-next
 #                  (eager): $OUT/<model>-<mode>.{json,log}
 #   cold           python -m normkit with Triton's and Inductor's caches emptied, timed: $OUT/cold.{log,json}
+#   compiled       the traced-kernel compile path: its GPU tests, then llama and qwen3 compiled, stock against the
+#                  opaque ops (patched, fused) and the traced kernels (traced, fused-traced): $OUT/<model>-traced.*
 #   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
 #   memcheck | memcheck_split | racecheck | initcheck
 #                  compute-sanitizer over tools/sanitize_sweep.py (docs/reliability.md)
@@ -20,7 +22,7 @@
 #
 # Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
 set -o pipefail
-case ${1:-} in -h|--help|help|"") sed -n '2,21p' "$0"; exit 0 ;; esac
+case ${1:-} in -h|--help|help|"") sed -n '2,23p' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -77,6 +79,14 @@ run_step() {
       timeout 150 $PY -m normkit bench --model qwen3-next --modes eager --variants stock,patched,liger --markdown \
         --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
       grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
+    compiled)
+      timeout 150 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py > "$OUT/compiled-tests.log" 2>&1
+      echo "compile ops tests rc=$? $(tail -1 "$OUT/compiled-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/compiled-tests.log" | head -5
+      for m in llama qwen3; do
+        timeout 200 $PY -m normkit bench --model $m --modes compile --variants stock,patched,traced,fused,fused-traced \
+          --steps 20 --markdown --json "$OUT/$m-traced.json" > "$OUT/$m-traced.log" 2>&1; echo "$m traced rc=$?"
+        grep -E "^\|" "$OUT/$m-traced.log" | head -8
+      done ;;
     cold)
       rm -rf ~/.triton/cache /tmp/torchinductor_* 2>/dev/null
       ( time timeout 200 $PY -m normkit --json "$OUT/cold.json" > "$OUT/cold.log" 2>&1 ) 2>&1 | tail -3
@@ -90,7 +100,7 @@ run_step() {
     initcheck)      sanitize initcheck 50 initcheck --split exclude --widths lo ;;
     huge) timeout 80 $PY tools/check_huge.py 2>&1 | tee "$OUT/huge.log" | tail -6 ;;
     reliability) for s in sweep memcheck memcheck_split racecheck initcheck huge; do run_step "$s"; done ;;
-    -h|--help|help) sed -n '2,21p' "$0" ;;
+    -h|--help|help) sed -n '2,23p' "$0" ;;
     *) echo "tools/device.sh: unknown subcommand '$1' (see: bash tools/device.sh --help)" >&2; return 2 ;;
   esac
 }

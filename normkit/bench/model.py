@@ -4,7 +4,8 @@ The model is built from its transformers config with random weights (nothing is 
 8-layer decoder of hidden size 2048 with the widths of the family's small released model (`MODELS`),
 trained in bf16 (weights, gradients and AdamW's state) at batch 4 × 2048 tokens. Each variant —
 stock, `normkit.patch(model)` ("patched"), `normkit.patch(model, fuse_residual=True)` ("fused") and
-Liger's RMSNorm ("liger") — starts from a deep copy of the same initial model and trains on the same
+Liger's RMSNorm ("liger"); on request "traced" and "fused-traced", patched and fused with torch.compile
+tracing the norms as their Triton kernels (`normkit.ops.set_compile_ops("triton")`) — starts from a deep copy of the same initial model and trains on the same
 batches, eager and under torch.compile. The variants of a mode train side by side in rounds of one
 step each (`measure`), so that the GPU's clock and power drift over a run weighs on all alike
 (`--sequential`: one after another, one model in memory at a time). Printed per variant and mode: the
@@ -14,6 +15,7 @@ steps per run (`normkit.bench.model_profile`). The command line, table and files
 """
 
 import collections
+import contextlib
 import copy
 import dataclasses
 import importlib
@@ -58,7 +60,9 @@ MODELS: Dict[str, ModelSpec] = {
     "qwen3-next": ModelSpec("Qwen3NextConfig", "apply_liger_kernel_to_qwen3_next", kv_heads=2, group=8,
                             head_dim=256, intermediate=5632, linear_key_heads=16, dense_mlp=True),
 }
-VARIANTS = ("stock", "patched", "fused", "liger")
+VARIANTS = ("stock", "patched", "fused", "liger", "traced", "fused-traced")
+# the traced variants differ from patched / fused under torch.compile only, and their path is opt-in: asked for by name
+DEFAULT_VARIANTS = ("stock", "patched", "fused", "liger")
 MODES = ("eager", "compile")
 COMPILE_SCOPES = ("layers", "model")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -74,7 +78,7 @@ class Settings:
     """What one `bench --model` run measures (the command line's options)."""
 
     model: str = "llama"
-    variants: Sequence[str] = VARIANTS
+    variants: Sequence[str] = DEFAULT_VARIANTS
     modes: Sequence[str] = MODES
     batch: int = 4
     seq: int = 2048
@@ -145,7 +149,7 @@ def apply_variant(model: torch.nn.Module, variant: str, settings: Settings) -> s
 
     with warnings.catch_warnings(record=True):  # what patch leaves alone is in its report, shown below
         warnings.simplefilter("always")
-        report = normkit.patch(model, fuse_residual=variant == "fused")
+        report = normkit.patch(model, fuse_residual=variant.startswith("fused"))
     parts = ["norms: " + ", ".join(f"{name} ×{len(names)}" for name, names in report.switched.items())]
     if report.fused:
         parts.append("fused: " + ", ".join(f"{name} ×{len(names)}" for name, names in report.fused.items()))
@@ -177,6 +181,20 @@ def compile_model(model: torch.nn.Module, scope: str) -> None:
         return
     for layer in getattr(model, model.base_model_prefix).layers:
         layer.compile()
+
+
+@contextlib.contextmanager
+def compile_ops(variant: str):
+    """What torch.compile traces for normkit's norms during a step of `variant`: the Triton kernels for the
+    traced variants, else the mode set before (Dynamo guards on it: each variant keeps its own graphs)."""
+    from .. import ops
+
+    saved = ops.get_compile_ops()
+    ops.set_compile_ops("triton" if variant.endswith("traced") else saved)
+    try:
+        yield
+    finally:
+        ops.set_compile_ops(saved)
 
 
 def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, tokens: torch.Tensor) -> torch.Tensor:
@@ -234,7 +252,8 @@ class Trainer:
         graphs, breaks = _dynamo_counts()
         _synchronize(self.device)
         start = time.perf_counter()
-        loss = train_step(self.model, self.optimizer, self.batches[index])
+        with compile_ops(self.row["impl"]):
+            loss = train_step(self.model, self.optimizer, self.batches[index])
         _synchronize(self.device)
         seconds = time.perf_counter() - start
         after_graphs, after_breaks = _dynamo_counts()
