@@ -39,6 +39,8 @@ def candidates(n, kind, one_tile_limit=None, max_tile=16384):
             if tile < whole or (warps == 32 and tile < 16384):
                 continue
             out.append(cfg.TileConfig(max(1, tile // whole), whole, True, warps))
+    if 512 < whole <= 2048:  # rows of 1024-2048: one or two rows on one or two warps, as Inductor's forward kernels
+        out += [cfg.TileConfig(block_m, whole, True, warps) for block_m, warps in itertools.product((1, 2), (1, 2))]
     if whole <= 512:  # short rows (QK-norm): many rows a tile, few warps (one warp may own whole rows)
         for block_m, warps in itertools.product((8, 16, 32, 64, 128, 256), (1, 2, 4, 8)):
             if block_m * whole >= 32 * warps * 2:
