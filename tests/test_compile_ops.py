@@ -117,6 +117,40 @@ def test_compiled_graphs_launch_the_kernels(case, dtype, device):
         torch.testing.assert_close(g.double(), r, **tol)
 
 
+FEATURES = {  # name: (norm's keyword arguments, x's shape, weight's shape)
+    "per-head": (dict(eps=1e-6), (6, 4, 32), (4, 32)),
+    "gemma-offset-llama-casting": (dict(weight_offset=1.0, casting_mode="llama"), (6, 96), (96,)),
+    "fp32-out": (dict(out_dtype=torch.float32), (6, 96), (96,)),
+    "3-d": (dict(eps=1e-5), (2, 3, 96), (96,)),
+}
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_features_trace_as_the_kernels_with_eager_bits(feature, device):
+    """Per-head weights, Gemma's offset with Llama's casting, another output dtype and N-D x: the graphs
+    launch the kernels, and y, dx and dweight are an eager call's bits (bf16 x)."""
+    kwargs, x_shape, w_shape = FEATURES[feature]
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(x_shape, generator=generator).to(device=device, dtype=torch.bfloat16)
+    w = torch.randn(w_shape, generator=generator).to(device=device, dtype=torch.bfloat16)
+    out_dtype = kwargs.get("out_dtype", torch.bfloat16)
+    dy = torch.randn(x_shape, generator=generator).to(device=device, dtype=out_dtype)
+
+    def forward(x, weight):
+        return normkit.rms_norm(x, weight, **kwargs)
+
+    backend = AotEagerAndRecordGraphs()
+    leaves = lambda: [x.clone().requires_grad_(), w.clone().requires_grad_(), dy]  # noqa: E731
+    got = _run(torch.compile(forward, backend=backend, fullgraph=True), leaves())
+    expected = _run(forward, leaves())
+    assert got[0].dtype == out_dtype and got[0].shape == x_shape
+    for g, e in zip(got, expected):
+        assert torch.equal(g, e)
+    for graph in (*backend.fw_graphs, *backend.bw_graphs):
+        assert "triton_kernel_wrapper_functional" in _ops(graph) and not any(
+            op.startswith("normkit.") for op in _ops(graph)), _ops(graph)
+
+
 def test_backward_finishes_dweight_and_dbias_apart(device):
     """LayerNorm with a bias: the backward graph launches the backward and one finisher per gradient."""
     inputs = _inputs("layer-bias-residual", torch.float32, device)
