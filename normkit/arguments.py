@@ -38,12 +38,13 @@ _STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
 
 
 def fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm: bool, heads: int, sms: int,
-             config: Optional[cfg.TileConfig] = None) -> cfg.TileConfig:
-    """The forward's tile: `config` (checked) or the heuristics' pick, fitted to M."""
+             config: Optional[cfg.TileConfig] = None, fit=cfg.fit_block_m) -> cfg.TileConfig:
+    """The forward's tile: `config` (checked) or the heuristics' pick, fitted to M by `fit` (`normkit.compiled`
+    passes one that takes a symbolic M)."""
     m, n = x.shape
     if config is not None:
         cfg.check_covers(config, n)
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
+    config = fit(config or cfg.tile_config(n, False, interpret(), heads=heads,
                                                        multiprocessors=sms_for_tiles(gate, sms),
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
                                                        element_size=x.element_size(),
@@ -77,14 +78,16 @@ def fwd_flags(x, weight, bias, residual, residual_out, rstd, gate, is_rms_norm: 
 
 
 def fwd_arguments(config: cfg.TileConfig, x, out, weight, bias, residual, residual_out, mean, rstd, gate,
-                  heads: int, eps: float, weight_offset: float, flags: dict) -> tuple:
+                  heads: int, eps: float, weight_offset: float, flags: dict, even_rows: Optional[bool] = None) -> tuple:
     """(tensors, tail, options) of a forward launch on `config`: the kernel takes tensors, the exchange
-    slots (None without a split), tail, then options as keywords (a split adds SPLIT, SPLIT_STAGES)."""
+    slots (None without a split), tail, then options as keywords (a split adds SPLIT, SPLIT_STAGES).
+    even_rows: whether BLOCK_M divides M (None: M % BLOCK_M == 0; a symbolic M passes what holds for every M)."""
     m, n = x.shape
     # LayerNorm only: its PTX loses 7-8 % of its instructions unmasked (346 → 321 at 4096), at
     # the same registers; RMSNorm's and the fused add's gain 9 and cost registers (ptxas, sm_90:
     # 32-35 → 40 at 4096, fewer programs an SM).
-    even = not flags["IS_RMS_NORM"] and config.one_tile and n == config.block_n and m % config.block_m == 0
+    even = not flags["IS_RMS_NORM"] and config.one_tile and n == config.block_n and (
+        m % config.block_m == 0 if even_rows is None else even_rows)
     tensors = (x, residual, weight, bias, gate, out, residual_out, mean, rstd)
     tail = (m, n, heads, x.stride(0), x.stride(1), _stride(residual, 0), _stride(residual, 1), _stride(gate, 0),
             _stride(gate, 1), out.stride(0), _stride(residual_out, 0), eps, weight_offset)
@@ -107,8 +110,9 @@ def fwd_arguments(config: cfg.TileConfig, x, out, weight, bias, residual, residu
 
 
 def bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm: bool, heads: int, sms: int, aligned: bool,
-             config: Optional[cfg.TileConfig] = None) -> cfg.TileConfig:
-    """The backward's tile: `config` (checked) or the heuristics' pick, fitted to the rows of a head.
+             config: Optional[cfg.TileConfig] = None, fit=cfg.fit_block_m) -> cfg.TileConfig:
+    """The backward's tile: `config` (checked) or the heuristics' pick, fitted to the rows of a head (`fit`:
+    as fwd_tile's).
     aligned: whether every row loads as 16-byte vectors (`variant.vector_aligned`)."""
     m, n = x.shape
     if config is not None:
@@ -119,7 +123,7 @@ def bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm: bool, heads: int,
                                        device=target(x.device))
     if gate is not None and config is None:
         picked = gated_backward_tile(picked)
-    config = cfg.fit_block_m(picked, m // heads)
+    config = fit(picked, m // heads)
     check_gate_config(gate, config)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too
@@ -173,10 +177,11 @@ def bwd_arguments(config: cfg.TileConfig, x, weight, dy, dresidual_out, mean, rs
 
 
 def finish_arguments(partials: Tensor, out: Tensor, out2: Tensor, count: int, programs: int, columns: int,
-                     pdl: bool) -> tuple:
+                     pdl: bool, finish: Optional[cfg.TileConfig] = None) -> tuple:
     """(grid, args, options) of the finisher summing `programs` partial rows of `columns` from partials[k]
-    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes."""
-    finish = cfg.finish_config(interpret(), programs, columns)
+    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes.
+    finish: its tile (None: `config.finish_config`'s for `programs`; a symbolic count passes its own)."""
+    finish = finish or cfg.finish_config(interpret(), programs, columns)
     grid = (cfg.cdiv(columns, finish.block_n), count)
     args = (partials, out, out2, programs, columns, partials.stride(0))
     options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,
