@@ -14,7 +14,13 @@ eager launch:
 - a tile that fails to compile falls back at trace time (`variant.run_compiled`): on a GPU each launch is
   compiled there (`launch.build`), which also gives the backward's persistent grid its residency.
 
-The body calls the opaque op instead where this path cannot express the launch: a dynamic (symbolic)
+A symbolic row count M (`mark_dynamic`, `dynamic=True` with the weight a module's parameter, or Dynamo's
+automatic dynamic shapes after a second M) traces too: the grids, the kernels' M and partial buffers that
+follow the grid are symbolic, and what M decides becomes a guard true of every large M — M ≥ BLOCK_M and
+row blocks > slots (the backward's grid is every slot) —, smaller M guarding on the power of two they fall
+below. LayerNorm's EVEN_ROWS is on only where no guard is needed (BLOCK_M = 1).
+
+The body calls the opaque op instead where this path cannot express the launch: a symbolic N, parameter
 shape or stride, M = 0, split-row tiles (every program resident, an exchange buffer zeroed per call),
 tiles with a register cap (`maxnreg`), the CPU reference path, and float64 outputs the interpreter stages.
 
@@ -29,6 +35,7 @@ import inspect
 from typing import List, Optional, Tuple
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from . import config as cfg
 from . import reference
@@ -87,8 +94,39 @@ def _apart(tensors) -> tuple:
                  if i % 2 else t for i, t in enumerate(tensors))
 
 
-def _static(*tensors: Optional[Tensor]) -> bool:
-    return all(type(d) is int for t in tensors if t is not None for d in (*t.shape, *t.stride()))
+def _static_but_rows(rows, parameters) -> bool:
+    """Whether only row counts are symbolic: every stride, every size of the parameters and of the rows' other
+    dimensions (N) are ints. A symbolic N or stride would pick the tile and the constexprs from a guess."""
+    return (all(type(d) is int for t in rows if t is not None for d in (*t.shape[1:], *t.stride()))
+            and all(type(d) is int for t in parameters if t is not None for d in (*t.shape, *t.stride())))
+
+
+def _power_of_2_at_least(m) -> int:
+    """next_power_of_2 of a row count that may be symbolic: guards on the power's range (4 < M ≤ 8), not on M
+    (SymInt.bit_length, which next_power_of_2 calls, specialises M)."""
+    power = 1
+    while power < m:
+        power *= 2
+    return power
+
+
+def _fit_rows(config: cfg.TileConfig, m) -> cfg.TileConfig:
+    """`config.fit_block_m` for a row count that may be symbolic: M ≥ BLOCK_M is the one guard every large M
+    shares; fewer rows guard on their power of two."""
+    if m >= config.block_m:
+        return config
+    return cfg.fit_block_m(config, _power_of_2_at_least(m))
+
+
+def _even_rows(m, block_m: int) -> bool:
+    """Whether BLOCK_M divides M; a symbolic M only where it holds for every M (BLOCK_M = 1), without a guard."""
+    return m % block_m == 0 if type(m) is int else statically_known_true(m % block_m == 0)
+
+
+def _finish_config(programs, columns: int) -> cfg.TileConfig:
+    """The finisher's tile for `programs` partial rows: `config.finish_config` reads them as their power of two."""
+    return cfg.finish_config(interpret(), programs if type(programs) is int else _power_of_2_at_least(programs),
+                             columns)
 
 
 def _expressible(config: cfg.TileConfig) -> bool:
@@ -96,28 +134,30 @@ def _expressible(config: cfg.TileConfig) -> bool:
     return not config.split and not config.max_registers
 
 
-def _takes(x: Tensor, *tensors: Optional[Tensor]) -> bool:
+def _takes(x: Tensor, rows: tuple, parameters: tuple) -> bool:
     """Whether this path launches for these tensors (module docstring), before the tile is known."""
-    return (x.shape[0] != 0 and uses_triton(x.device) and _static(x, *tensors)
+    return (x.shape[0] != 0 and uses_triton(x.device) and _static_but_rows((x, *rows), parameters)
             and not (x.dtype == torch.float64 and interpret() and not interpreter_rounds_to_nearest()))
 
 
 def _built(kernel, args: tuple, options: dict):
-    """The compiled kernel a launch selects (tensors by their dtype), None under the interpreter."""
-    return build(kernel, *(a.dtype if isinstance(a, Tensor) else a for a in args), **options)
+    """The compiled kernel a launch selects (tensors by their dtype), None under the interpreter. A symbolic
+    int is compiled as Inductor compiles it (an i32 neither 1 nor a multiple of 16): 17 stands in."""
+    return build(kernel, *(a.dtype if isinstance(a, Tensor) else 17 if isinstance(a, torch.SymInt) else a
+                           for a in args), **options)
 
 
 # ----------------------------------------------------------------------------- forward
 def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate, eps, weight_offset, is_rms_norm,
                  x_hat_dtype) -> Optional[list]:
     """[(kernel, grid, args, options)] of the forward, None where the opaque op takes the call."""
-    if not _takes(x, out, residual_out, weight, bias, residual, gate):
+    if not _takes(x, (out, residual_out, residual, gate), (weight, bias)):
         return None
     m, n = x.shape
     weight, bias = weight if weight is None else weight.contiguous(), bias if bias is None else bias.contiguous()
     heads = head_count(weight, bias)
     config = fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm, heads,
-                      multiprocessor_count(x.device))
+                      multiprocessor_count(x.device), fit=_fit_rows)
     if not _expressible(config):
         return None
     flags = fwd_flags(x, weight, bias, residual, residual_out, rstd, gate, is_rms_norm, x_hat_dtype, weight_offset)
@@ -125,12 +165,13 @@ def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate,
 
     def run(config: cfg.TileConfig) -> None:
         tensors, tail, options = fwd_arguments(config, x, out, weight, bias, residual, residual_out, mean, rstd,
-                                               gate, heads, float(eps), float(weight_offset), flags)
+                                               gate, heads, float(eps), float(weight_offset), flags,
+                                               _even_rows(m, config.block_m))
         args = (*tensors, None, *tail)
         _built(kernels().norm_fwd_kernel, args, options)
         launches[:] = [(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), args, options)]
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
+    run_compiled(run, config, _fit_rows(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
     return launches
 
 
@@ -162,13 +203,13 @@ def _aligned(n: int, *tensors: Optional[Tensor]) -> bool:
 def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, dbias, dgate, eps, weight_offset,
                  is_rms_norm, x_hat_dtype) -> Optional[list]:
     """[(kernel, grid, args, options)] of the backward and its finishers, None where the opaque op takes the call."""
-    if not _takes(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, dbias, dgate):
+    if not _takes(x, (dy, mean, rstd, dresidual_out, gate, dx, dgate), (weight, dweight, dbias)):
         return None
     m, n = x.shape
     weight, mean, rstd = (None if t is None else t.contiguous() for t in (weight, mean, rstd))
     heads, sms = head_count(weight, dbias), multiprocessor_count(x.device)
     aligned = not cfg.may_stage(n, x.element_size()) or _aligned(n, x, dy, dx, dresidual_out, gate, dgate)
-    config = bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm, heads, sms, aligned)
+    config = bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm, heads, sms, aligned, fit=_fit_rows)
     if not _expressible(config):
         return None
     acc = reference.compute_dtype(x.dtype)
@@ -188,10 +229,11 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
         launches[:] = [(kernels().norm_bwd_kernel, grid, args, options)]
         for partial, grad, spare in zip(partials, (dweight, dbias), spares):
             if grad is not None:
-                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False)
+                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False,
+                                          _finish_config(grid[0], heads * n))
                 launches.append((kernels().sum_partials_kernel, *finish))
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
+    run_compiled(run, config, _fit_rows(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
     return launches
 
 

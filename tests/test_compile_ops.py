@@ -173,18 +173,98 @@ def test_opaque_mode_traces_the_custom_ops(device):
         assert torch.equal(g, e)
 
 
-def test_dynamic_rows_take_the_opaque_ops(device):
-    """A symbolic M cannot pick a tile at trace time: the triton op calls the opaque one, same bits."""
-    forward = _norm("rms")
-    backend = AotEagerAndRecordGraphs()
-    compiled_forward = torch.compile(forward, backend=backend, fullgraph=True, dynamic=True)
-    for m in (5, 9):
-        inputs = _inputs("rms", torch.float32, device, m=m)
-        got = _run(compiled_forward, _leaves(inputs))
+def _launches_the_kernels(backend) -> bool:
+    return bool(backend.fw_graphs and backend.bw_graphs) and all(
+        "triton_kernel_wrapper_functional" in _ops(graph) and not any(op.startswith("normkit.") for op in _ops(graph))
+        for graph in (*backend.fw_graphs, *backend.bw_graphs))
+
+
+def _dynamic_rows(leaves: list) -> list:
+    """The leaves with their rows marked dynamic (x, residual, gate: the row tensors a caller passes)."""
+    for t in (leaves[0], leaves[3], leaves[4]):
+        if t is not None:
+            torch._dynamo.mark_dynamic(t, 0)
+    return leaves
+
+
+@pytest.mark.parametrize("case", ["rms", "rms-residual", "layer-bias-residual"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dynamic_rows_trace_as_the_kernels(case, dtype, device):
+    """A symbolic M traces as the kernels with eager's bits. The interpreter's tiles are 64 × 1024 on 4 slots, so the
+    guards are M ≥ 64 and cdiv(M, 64) > 4 (the backward's grid is every slot): one graph serves 512, 1000 and
+    4096 rows; 5 rows guard on 4 < M ≤ 8 (BLOCK_M 8, one row block) and take a second graph."""
+    forward = _norm(case)
+    backend = AotEagerAndRecordGraphs()  # (its .graphs: one a compile)
+    compiled = torch.compile(forward, backend=backend, fullgraph=True)
+    graphs = []
+    for m in (512, 1000, 4096, 5):
+        inputs = _inputs(case, dtype, device, m=m, n=1024)
+        got = _run(compiled, _dynamic_rows(_leaves(inputs)))
         for g, e in zip(got, _run(forward, _leaves(inputs))):
-            assert torch.equal(g, e)
+            assert torch.equal(g, e), m
+        graphs.append(len(backend.graphs))
+    assert graphs == [1, 1, 1, 2], graphs
+    assert _launches_the_kernels(backend)
+
+
+def test_rows_dynamic_after_a_second_row_count_trace_as_the_kernels(device):
+    """Dynamo's automatic dynamic shapes (a second row count recompiles with M symbolic: batches padded to their
+    longest sequence) keep the kernels: one graph for the first M, one for every M after."""
+    forward = _norm("rms-residual")
+    backend = AotEagerAndRecordGraphs()
+    compiled = torch.compile(forward, backend=backend, fullgraph=True)
+    for m in (600, 700, 900):
+        inputs = _inputs("rms-residual", torch.bfloat16, device, m=m, n=1024)
+        for g, e in zip(_run(compiled, _leaves(inputs)), _run(forward, _leaves(inputs))):
+            assert torch.equal(g, e), m
+    assert len(backend.graphs) == 2 and _launches_the_kernels(backend)
+
+
+def test_module_under_dynamic_true_traces_as_the_kernels(device):
+    """dynamic=True with the weight a module's parameter (Dynamo keeps parameters' shapes static): N is an int."""
+    module = normkit.RMSNorm(1024).to(device)
+    backend = AotEagerAndRecordGraphs()
+    compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=True)
+    for m in (300, 500):
+        x, _, dy = make_inputs(m, 1024, torch.float32, device)
+        results = []
+        for run in (compiled, module):
+            module.weight.grad = None
+            results.append((*_run(run, [x.clone().requires_grad_(), dy]), module.weight.grad))
+        assert all(torch.equal(g, e) for g, e in zip(*results)), m
+    assert _launches_the_kernels(backend)
+
+
+def _assert_takes_the_opaque_ops(forward, leaves, **options) -> None:
+    """The compiled forward's graphs call the opaque ops, and its y and gradients are eager's bits; leaves():
+    fresh inputs (tensors to differentiate, then dy)."""
+    backend = AotEagerAndRecordGraphs()
+    got = _run(torch.compile(forward, backend=backend, fullgraph=True, **options), leaves())
+    expected = _run(forward, leaves())
+    assert len(got) == len(expected) and all(torch.equal(g, e) for g, e in zip(got, expected))
     assert any("normkit.norm_fwd.default" in _ops(graph) for graph in backend.fw_graphs)
     assert any("normkit.norm_bwd.default" in _ops(graph) for graph in backend.bw_graphs)
+
+
+def test_symbolic_n_takes_the_opaque_ops(device):
+    """dynamic=True on a function whose weight is an input: N is symbolic, and would pick the tile and the
+    constexprs from a guess. The triton op calls the opaque one, same bits."""
+    x, w, dy = make_inputs(5, 96, torch.float32, device)
+    forward = _norm("rms")
+    _assert_takes_the_opaque_ops(lambda x, weight: forward(x, weight, None, None, None),
+                                 lambda: [x.clone().requires_grad_(), w.clone().requires_grad_(), dy], dynamic=True)
+
+
+def test_symbolic_row_stride_takes_the_opaque_ops(device):
+    """x a column slice of a tensor whose width is dynamic: its row stride is symbolic (the opaque op, same bits)."""
+    wide, w, dy = make_inputs(5, 104, torch.float32, device)
+
+    def leaves() -> list:
+        leaf = wide.clone().requires_grad_()
+        torch._dynamo.mark_dynamic(leaf, 1)
+        return [leaf, w[:96].clone().requires_grad_(), dy[:, :96]]
+
+    _assert_takes_the_opaque_ops(lambda wide, weight: normkit.rms_norm(wide[:, :96], weight), leaves)
 
 
 def test_prenorm_residual_out_keeps_the_callers_shape(device):
@@ -250,3 +330,26 @@ def test_inductor_launches_the_kernels(case, monkeypatch):
     assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
     for g, e in zip(got[2:], expected[2:]):
         torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="Inductor launches user Triton kernels on a GPU only")
+@pytest.mark.parametrize("case", ["rms", "rms-residual", "layer-bias-residual"])
+def test_inductor_launches_the_kernels_for_dynamic_rows(case):
+    """Inductor's code for a symbolic M launches normkit's kernels: one compile serves 4096, 5000 and 8192 rows
+    (more row blocks than the backward's slots), y and dx are eager's bits."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+    from torch._inductor.utils import run_and_get_code
+
+    forward = _norm(case)
+    counter = CompileCounterWithBackend("inductor")
+    compiled, codes = torch.compile(forward, backend=counter, fullgraph=True), []
+    for m in (4096, 5000, 8192):
+        inputs = _inputs(case, torch.bfloat16, "cuda", m=m, n=2048)
+        got, code = run_and_get_code(_run, compiled, _dynamic_rows(_leaves(inputs)))
+        expected, codes = _run(forward, _leaves(inputs)), codes + code
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1]), m
+        for g, e in zip(got[2:], expected[2:]):
+            torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2)
+    assert counter.frame_count == 1
+    code = "\n".join(codes)
+    assert "norm_fwd_kernel" in code and "norm_bwd_kernel" in code and "torch.ops.normkit" not in code
