@@ -80,7 +80,7 @@ run_step() {
         --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
       grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
     compiled)
-      timeout 150 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py > "$OUT/compiled-tests.log" 2>&1
+      timeout 240 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py > "$OUT/compiled-tests.log" 2>&1
       echo "compile ops tests rc=$? $(tail -1 "$OUT/compiled-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/compiled-tests.log" | head -5
       for m in llama qwen3; do
         timeout 200 $PY -m normkit bench --model $m --modes compile --variants stock,patched,traced,fused,fused-traced \
