@@ -48,6 +48,21 @@ from .variant import FALLBACK_BWD, FALLBACK_FWD, run_compiled
 Tensor = torch.Tensor
 
 # ----------------------------------------------------------------------------- the kernels wrap_triton takes
+# What each kernel writes: torch's analysis of a kernel's TTIR finds these parameters on a GPU (checked there:
+# tests/test_compile_ops.py); under Triton's interpreter it cannot lower the kernel to TTIR and would take every
+# input as written (a copy of each a call, and AOTAutograd then returned a prenorm residual_out in its 2-D
+# shape), so normkit answers for its own interpreted kernels from this table (`_answer_for_the_interpreter`).
+WRITES = {"norm_fwd_kernel": ("Y", "RESIDUAL_OUT", "MEAN", "RSTD", "XCHG"),
+          "norm_bwd_kernel": ("DX", "DW_PARTIAL", "DB_PARTIAL", "DGATE", "XCHG"),
+          "sum_partials_kernel": ("OUT", "OUT2")}
+
+
+def written(kernel, kwargs: dict) -> List[str]:
+    """The tensor arguments of a launch of `kernel` that WRITES says it writes."""
+    names = WRITES[getattr(kernel, "fn", kernel).__name__]
+    return [name for name, value in kwargs.items() if name in names and isinstance(value, Tensor)]
+
+
 @functools.lru_cache(maxsize=None)
 def traceable(kernel):
     """What wrap_triton takes for `kernel`: the kernel itself on a GPU; under Triton's interpreter a
@@ -60,6 +75,8 @@ def traceable(kernel):
         return kernel
 
     class Interpreted(JITFunction):
+        normkit_interpreted = True
+
         @property
         def cache_key(self) -> str:  # (the helpers it calls are interpreted: Triton's hash refuses them)
             return f"normkit-interpreted:{self.fn.__qualname__}"
@@ -68,7 +85,27 @@ def traceable(kernel):
             if not warmup:  # (num_warps, num_stages: the interpreter has no use for them)
                 launch(kernel, grid, *args, **{k: v for k, v in options.items() if k in self.arg_names})
 
+    _answer_for_the_interpreter()
     return Interpreted(kernel.fn)
+
+
+def _answer_for_the_interpreter() -> None:
+    """torch's write analysis answered from WRITES for normkit's interpreted kernels, left to torch for every
+    other kernel (installed once, only where the interpreter runs normkit's kernels)."""
+    from torch._higher_order_ops import triton_kernel_wrap
+
+    analyse = triton_kernel_wrap.get_mutated_tensors
+    if getattr(analyse, "normkit", False):
+        return
+
+    def get_mutated_tensors(kernel_idx, constant_args_idx, kwargs, *rest):
+        kernel = triton_kernel_wrap.kernel_side_table.get_kernel(kernel_idx)  # (an Autotuner around it: launch options)
+        if any(getattr(k, "normkit_interpreted", False) for k in (kernel, getattr(kernel, "fn", None))):
+            return written(getattr(kernel, "fn", kernel), kwargs)
+        return analyse(kernel_idx, constant_args_idx, kwargs, *rest)
+
+    get_mutated_tensors.normkit = True
+    triton_kernel_wrap.get_mutated_tensors = get_mutated_tensors
 
 
 def _every_argument(kernel, args: tuple, options: dict) -> dict:

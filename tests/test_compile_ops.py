@@ -10,34 +10,15 @@ import torch
 from torch._dynamo.testing import AotEagerAndRecordGraphs
 
 import normkit
-from normkit import ops
+from normkit import compiled, ops
 
 from utils import make_inputs
 
 Tensor = torch.Tensor
 
 
-# What each kernel writes, as torch's analysis of its TTIR finds it on a GPU (test_inductor_launches_the_kernels
-# checks it there). Under the interpreter the kernels cannot be lowered to TTIR and torch would take every input
-# as written (a copy of each; and AOTAutograd then loses a prenorm residual_out's view): the tests answer for it.
-WRITTEN = {"norm_fwd_kernel": {"Y", "RESIDUAL_OUT", "MEAN", "RSTD", "XCHG"},
-           "norm_bwd_kernel": {"DX", "DW_PARTIAL", "DB_PARTIAL", "DGATE", "XCHG"},
-           "sum_partials_kernel": {"OUT", "OUT2"}}
-
-
-def _written(kernel, kwargs: dict) -> list:
-    name = getattr(getattr(kernel, "fn", kernel), "__name__", "")
-    return [k for k, v in kwargs.items() if k in WRITTEN[name] and isinstance(v, Tensor)]
-
-
 @pytest.fixture(autouse=True)
-def _fresh_dynamo(monkeypatch):
-    from torch._higher_order_ops import triton_kernel_wrap
-
-    if not torch.cuda.is_available():
-        table = triton_kernel_wrap.kernel_side_table
-        monkeypatch.setattr(triton_kernel_wrap, "get_mutated_tensors", lambda kernel_idx, constant_args_idx, kwargs,
-                            *rest: _written(table.get_kernel(kernel_idx), kwargs))
+def _fresh_dynamo():
     torch._dynamo.reset()
     mode = ops.get_compile_ops()
     ops.set_compile_ops("triton")
@@ -326,7 +307,7 @@ def test_inductor_launches_the_kernels(case, monkeypatch):
     code = "\n".join(codes)
     assert "norm_fwd_kernel" in code and "norm_bwd_kernel" in code and "sum_partials_kernel" in code
     assert "torch.ops.normkit" not in code
-    assert found and all(sorted(w) == sorted(_written(k, kw)) for k, kw, w in found), found  # as WRITTEN says
+    assert found and all(sorted(w) == sorted(compiled.written(k, kw)) for k, kw, w in found), found  # WRITES
     assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
     for g, e in zip(got[2:], expected[2:]):
         torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2)

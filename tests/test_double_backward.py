@@ -163,4 +163,6 @@ def test_torch_compile_backward_calls_the_backward_op(device):
     for a, c in zip(grads, want):
         torch.testing.assert_close(a, c, rtol=1e-10, atol=1e-12)
     forward, backward = graphs
-    assert "normkit.norm_fwd" in forward and "normkit.norm_bwd" in backward and "rsqrt" not in backward
+    # the opaque ops, or their kernels where NORMKIT_COMPILE_OPS=triton traces them (normkit.compiled)
+    assert any(op in forward for op in ("normkit.norm_fwd", "triton_kernel_wrapper"))
+    assert any(op in backward for op in ("normkit.norm_bwd", "triton_kernel_wrapper")) and "rsqrt" not in backward
