@@ -89,12 +89,23 @@ def test_fused_layers_train_like_stock(family, device, fused_calls):
     assert len(fused_calls) == FAMILIES[family][1]  # one fused add + norm a layer, one forward
 
 
+@pytest.mark.parametrize("compile_ops", ["opaque", "triton"])
 @pytest.mark.parametrize("family", COMPILED)
-def test_fused_layers_under_torch_compile_fullgraph(family, device, fused_calls):
-    model, reference = _patched(family, device=device)
-    counted = []
-    assert_trains_like(model, reference, device, before_reference=lambda: counted.append(len(fused_calls)))
-    assert counted == [FAMILIES[family][1]]
+def test_fused_layers_under_torch_compile_fullgraph(family, compile_ops, device, fused_calls):
+    """Trains as stock, compiled, with the norms traced as the opaque ops or as their kernels (normkit.compiled)."""
+    from normkit import ops
+
+    mode = ops.get_compile_ops()
+    ops.set_compile_ops(compile_ops)
+    torch._dynamo.reset()
+    try:
+        model, reference = _patched(family, device=device)
+        counted = []
+        assert_trains_like(model, reference, device, before_reference=lambda: counted.append(len(fused_calls)))
+        assert counted == [FAMILIES[family][1]]
+    finally:
+        ops.set_compile_ops(mode)
+        torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("family", ["Llama", "Gemma2"])
