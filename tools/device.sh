@@ -12,6 +12,8 @@
 #   model          training steps of llama, qwen3 (eager with Liger; compiled with --profile) and qwen3-next
 #                  (eager): $OUT/<model>-<mode>.{json,log}
 #   cold           python -m normkit with Triton's and Inductor's caches emptied, timed: $OUT/cold.{log,json}
+#   portable       split-row tests with the portable spin wait, then the wide-row bench tuned / generic / generic
+#                  portable (NORMKIT_ARCH, NORMKIT_PORTABLE): $OUT/portable-*.log
 #   compiled       the traced-kernel compile path: its GPU tests, then llama and qwen3 compiled, stock against the
 #                  opaque ops (patched, fused) and the traced kernels (traced, fused-traced): $OUT/<model>-traced.*
 #   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
@@ -22,7 +24,7 @@
 #
 # Carried wheels (.whl/*.whl: Liger, hypothesis) are installed to /tmp/site first. Logs land in $OUT.
 set -o pipefail
-case ${1:-} in -h|--help|help|"") sed -n '2,23p' "$0"; exit 0 ;; esac
+case ${1:-} in -h|--help|help|"") sed -n '2,25p' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -79,6 +81,16 @@ run_step() {
       timeout 150 $PY -m normkit bench --model qwen3-next --modes eager --variants stock,patched,liger --markdown \
         --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
       grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
+    portable)
+      NORMKIT_PORTABLE=1 timeout -s INT 150 $PY -m pytest -x -q -p no:cacheprovider -rfE tests/test_split_rows.py \
+        > "$OUT/portable-tests.log" 2>&1; echo "portable split tests rc=$? $(tail -1 "$OUT/portable-tests.log")"
+      grep -E "^(FAILED|ERROR)" "$OUT/portable-tests.log" | head -5
+      for v in tuned generic portable; do
+        case $v in tuned) E="";; generic) E="NORMKIT_ARCH=generic";; portable) E="NORMKIT_ARCH=generic NORMKIT_PORTABLE=1";; esac
+        env $E timeout 100 $PY -m normkit bench --family rms,layer_norm --impls normkit --dtypes bf16 --markdown \
+          --shapes 4096x16384,2048x32768,4096x65536,2048x131072 > "$OUT/portable-$v.log" 2>&1; echo "bench $v rc=$?"
+        grep -E "^(###|\| bf16)" "$OUT/portable-$v.log" | grep -A4 backward | grep "^| bf16" | cut -c1-40
+      done ;;
     compiled)
       timeout 240 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py > "$OUT/compiled-tests.log" 2>&1
       echo "compile ops tests rc=$? $(tail -1 "$OUT/compiled-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/compiled-tests.log" | head -5
@@ -100,7 +112,7 @@ run_step() {
     initcheck)      sanitize initcheck 50 initcheck --split exclude --widths lo ;;
     huge) timeout 80 $PY tools/check_huge.py 2>&1 | tee "$OUT/huge.log" | tail -6 ;;
     reliability) for s in sweep memcheck memcheck_split racecheck initcheck huge; do run_step "$s"; done ;;
-    -h|--help|help) sed -n '2,23p' "$0" ;;
+    -h|--help|help) sed -n '2,25p' "$0" ;;
     *) echo "tools/device.sh: unknown subcommand '$1' (see: bash tools/device.sh --help)" >&2; return 2 ;;
   esac
 }
