@@ -38,13 +38,12 @@ _STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
 
 
 def fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm: bool, heads: int, sms: int,
-             config: Optional[cfg.TileConfig] = None, fit=cfg.fit_block_m) -> cfg.TileConfig:
-    """The forward's tile: `config` (checked) or the heuristics' pick, fitted to M by `fit` (`normkit.compiled`
-    passes one that takes a symbolic M)."""
+             config: Optional[cfg.TileConfig] = None) -> cfg.TileConfig:
+    """The forward's tile: `config` (checked) or the heuristics' pick, fitted to M (which may be symbolic)."""
     m, n = x.shape
     if config is not None:
         cfg.check_covers(config, n)
-    config = fit(config or cfg.tile_config(n, False, interpret(), heads=heads,
+    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
                                                        multiprocessors=sms_for_tiles(gate, sms),
                                                        residual=residual is not None, layer_norm=not is_rms_norm,
                                                        element_size=x.element_size(),
@@ -110,9 +109,8 @@ def fwd_arguments(config: cfg.TileConfig, x, out, weight, bias, residual, residu
 
 
 def bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm: bool, heads: int, sms: int, aligned: bool,
-             config: Optional[cfg.TileConfig] = None, fit=cfg.fit_block_m) -> cfg.TileConfig:
-    """The backward's tile: `config` (checked) or the heuristics' pick, fitted to the rows of a head (`fit`:
-    as fwd_tile's).
+             config: Optional[cfg.TileConfig] = None) -> cfg.TileConfig:
+    """The backward's tile: `config` (checked) or the heuristics' pick, fitted to the rows of a head.
     aligned: whether every row loads as 16-byte vectors (`variant.vector_aligned`)."""
     m, n = x.shape
     if config is not None:
@@ -123,7 +121,7 @@ def bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm: bool, heads: int,
                                        device=target(x.device))
     if gate is not None and config is None:
         picked = gated_backward_tile(picked)
-    config = fit(picked, m // heads)
+    config = cfg.fit_block_m(picked, m // heads)
     check_gate_config(gate, config)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too
@@ -177,11 +175,10 @@ def bwd_arguments(config: cfg.TileConfig, x, weight, dy, dresidual_out, mean, rs
 
 
 def finish_arguments(partials: Tensor, out: Tensor, out2: Tensor, count: int, programs: int, columns: int,
-                     pdl: bool, finish: Optional[cfg.TileConfig] = None) -> tuple:
+                     pdl: bool) -> tuple:
     """(grid, args, options) of the finisher summing `programs` partial rows of `columns` from partials[k]
-    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes.
-    finish: its tile (None: `config.finish_config`'s for `programs`; a symbolic count passes its own)."""
-    finish = finish or cfg.finish_config(interpret(), programs, columns)
+    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes."""
+    finish = cfg.finish_config(interpret(), programs, columns)
     grid = (cfg.cdiv(columns, finish.block_n), count)
     args = (partials, out, out2, programs, columns, partials.stride(0))
     options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,

@@ -138,32 +138,9 @@ def _static_but_rows(rows, parameters) -> bool:
             and all(type(d) is int for t in parameters if t is not None for d in (*t.shape, *t.stride())))
 
 
-def _power_of_2_at_least(m) -> int:
-    """next_power_of_2 of a row count that may be symbolic: guards on the power's range (4 < M ≤ 8), not on M
-    (SymInt.bit_length, which next_power_of_2 calls, specialises M)."""
-    power = 1
-    while power < m:
-        power *= 2
-    return power
-
-
-def _fit_rows(config: cfg.TileConfig, m) -> cfg.TileConfig:
-    """`config.fit_block_m` for a row count that may be symbolic: M ≥ BLOCK_M is the one guard every large M
-    shares; fewer rows guard on their power of two."""
-    if m >= config.block_m:
-        return config
-    return cfg.fit_block_m(config, _power_of_2_at_least(m))
-
-
 def _even_rows(m, block_m: int) -> bool:
     """Whether BLOCK_M divides M; a symbolic M only where it holds for every M (BLOCK_M = 1), without a guard."""
     return m % block_m == 0 if type(m) is int else statically_known_true(m % block_m == 0)
-
-
-def _finish_config(programs, columns: int) -> cfg.TileConfig:
-    """The finisher's tile for `programs` partial rows: `config.finish_config` reads them as their power of two."""
-    return cfg.finish_config(interpret(), programs if type(programs) is int else _power_of_2_at_least(programs),
-                             columns)
 
 
 def _expressible(config: cfg.TileConfig) -> bool:
@@ -194,7 +171,7 @@ def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate,
     weight, bias = weight if weight is None else weight.contiguous(), bias if bias is None else bias.contiguous()
     heads = head_count(weight, bias)
     config = fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm, heads,
-                      multiprocessor_count(x.device), fit=_fit_rows)
+                      multiprocessor_count(x.device))
     if not _expressible(config):
         return None
     flags = fwd_flags(x, weight, bias, residual, residual_out, rstd, gate, is_rms_norm, x_hat_dtype, weight_offset)
@@ -208,7 +185,7 @@ def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate,
         _built(kernels().norm_fwd_kernel, args, options)
         launches[:] = [(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), args, options)]
 
-    run_compiled(run, config, _fit_rows(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
     return launches
 
 
@@ -246,7 +223,7 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
     weight, mean, rstd = (None if t is None else t.contiguous() for t in (weight, mean, rstd))
     heads, sms = head_count(weight, dbias), multiprocessor_count(x.device)
     aligned = not cfg.may_stage(n, x.element_size()) or _aligned(n, x, dy, dx, dresidual_out, gate, dgate)
-    config = bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm, heads, sms, aligned, fit=_fit_rows)
+    config = bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm, heads, sms, aligned)
     if not _expressible(config):
         return None
     acc = reference.compute_dtype(x.dtype)
@@ -266,11 +243,10 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
         launches[:] = [(kernels().norm_bwd_kernel, grid, args, options)]
         for partial, grad, spare in zip(partials, (dweight, dbias), spares):
             if grad is not None:
-                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False,
-                                          _finish_config(grid[0], heads * n))
+                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False)
                 launches.append((kernels().sum_partials_kernel, *finish))
 
-    run_compiled(run, config, _fit_rows(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
     return launches
 
 

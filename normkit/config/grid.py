@@ -9,7 +9,10 @@ from .tile import TileConfig, cdiv, next_power_of_2
 
 
 def fit_block_m(config: TileConfig, m: int) -> TileConfig:
-    """Shrink BLOCK_M to the number of rows (a power of two) so tiny M wastes no lanes."""
+    """Shrink BLOCK_M to the number of rows (a power of two) so tiny M wastes no lanes. M ≥ BLOCK_M is
+    asked first: for a symbolic M (torch.compile) the one guard every large M shares."""
+    if m >= config.block_m:
+        return config
     block_m = min(config.block_m, next_power_of_2(max(m, 1)))
     if block_m == config.block_m:
         return config

@@ -64,7 +64,14 @@ class TileConfig:
 
 
 def next_power_of_2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
+    """The least power of two ≥ n. A symbolic n (a torch.SymInt under torch.compile) by doubling: its guards
+    bound the power's range (4 < n ≤ 8) where bit_length would specialise n."""
+    if isinstance(n, int):
+        return 1 << max(n - 1, 0).bit_length()
+    power = 1
+    while power < n:
+        power *= 2
+    return power
 
 
 def cdiv(a: int, b: int) -> int:
