@@ -11,7 +11,7 @@ Under torch.compile the ops trace as the opaque custom ops `normkit::norm_fwd` /
 the launchers on every step. `set_compile_ops("triton")` or NORMKIT_COMPILE_OPS=triton traces
 `normkit::norm_fwd_triton` / `norm_bwd_triton` instead (`normkit.compiled`): Inductor sees the Triton kernels
 and its generated code launches them, with no normkit Python per step; where a traced launch cannot express
-the call (symbolic shapes, split-row tiles, ...) they call the opaque ops (docs/design.md#launch-path).
+the call (a symbolic N or stride, split-row tiles, ...) they call the opaque ops (docs/design.md#launch-path).
 """
 
 import os
@@ -52,6 +52,8 @@ def set_compile_ops(mode: str) -> None:
     kernels Inductor launches (not the default until it has run on a GPU). Dynamo guards on the mode: a
     function compiled in the other mode recompiles at its next call."""
     global _triton_ops
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a str, 'triton' or 'opaque', got {type(mode).__name__} {mode!r}")
     if mode not in _COMPILE_OPS:
         raise ValueError(f"mode must be 'triton' or 'opaque', got {mode!r}")
     _triton_ops = mode == "triton"
@@ -62,7 +64,11 @@ def get_compile_ops() -> str:
 
 
 _triton_ops = False
-set_compile_ops(os.environ.get("NORMKIT_COMPILE_OPS", "opaque").strip().lower() or "opaque")
+_ENV_MODE = os.environ.get("NORMKIT_COMPILE_OPS", "").strip().lower() or "opaque"
+if _ENV_MODE not in _COMPILE_OPS:
+    raise ValueError(f"NORMKIT_COMPILE_OPS must be 'triton' or 'opaque' (or unset), got "
+                     f"{os.environ['NORMKIT_COMPILE_OPS']!r}")
+set_compile_ops(_ENV_MODE)
 
 
 # ----------------------------------------------------------------------------- custom ops

@@ -5,6 +5,8 @@ launches; the graphs hold `triton_kernel_wrapper_functional` nodes and the resul
 bits. GPU: Inductor's generated code launches the kernels (test_inductor_launches_the_kernels).
 """
 
+import os
+
 import pytest
 import torch
 from torch._dynamo.testing import AotEagerAndRecordGraphs
@@ -281,6 +283,25 @@ def test_a_function_compiled_in_one_mode_recompiles_in_the_other(device):
 def test_set_mode_rejects_unknown_modes():
     with pytest.raises(ValueError, match="mode must be 'triton' or 'opaque', got 'inductor'"):
         ops.set_compile_ops("inductor")
+    with pytest.raises(TypeError, match="mode must be a str, 'triton' or 'opaque', got bool True"):
+        ops.set_compile_ops(True)
+    assert ops.get_compile_ops() == "triton"  # (the fixture's mode) unchanged by the refused calls
+
+
+@pytest.mark.parametrize("value, error", [("inductor", "got 'inductor'"), ("", None), (" Triton ", None)])
+def test_the_environment_variable_is_checked_at_import(value, error):
+    """NORMKIT_COMPILE_OPS: a bad value fails `import normkit` naming the variable; case and spaces are forgiven."""
+    import subprocess
+    import sys
+
+    code = "import normkit.ops as o; print(o.get_compile_ops())"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "NORMKIT_COMPILE_OPS": value})
+    if error is None:
+        assert run.returncode == 0 and run.stdout.strip() == ("triton" if value.strip() else "opaque"), run.stderr
+    else:
+        assert run.returncode != 0 and "NORMKIT_COMPILE_OPS must be 'triton' or 'opaque'" in run.stderr
+        assert error in run.stderr
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="Inductor launches user Triton kernels on a GPU only")
