@@ -46,11 +46,12 @@ def test_the_gated_module_takes_triton_wherever_ptx_is_off():
     text = GATED.read_text()
     functions = re.split(r"\n@triton\.jit\n", text)[1:]
     with_asm = [f.split("(")[0].replace("def ", "") for f in functions if "inline_asm_elementwise" in f]
-    assert sorted(with_asm) == ["await_four_words", "await_two_words", "await_word", "load_row_stat",
-                                "pairs_to_float32"]
+    assert sorted(with_asm) == ["await_four_words", "await_two_words", "await_word", "launch_dependents",
+                                "load_row_stat", "pairs_to_float32", "wait_for_primary"]
     for function in functions:
         name = function.split("(")[0].replace("def ", "")
-        if name in with_asm and name != "pairs_to_float32":  # (convert.upcast's BF16_PAIRS chooses it)
+        # (convert.upcast's BF16_PAIRS chooses pairs_to_float32; the kernels' LAUNCH_DEPENDENTS / USE_PDL the rest)
+        if name in with_asm and name not in ("pairs_to_float32", "launch_dependents", "wait_for_primary"):
             assert "PTX: tl.constexpr" in function and "    if PTX:" in function and "    else:" in function, name
 
 

@@ -25,6 +25,11 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+try:  # Triton 3.2 takes specialisations as an AttrsDescriptor and constexprs outside the signature
+    from triton.backends.compiler import AttrsDescriptor
+except ImportError:
+    AttrsDescriptor = None
+
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel, sum_partials_kernel
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -69,6 +74,16 @@ def launch_specialisation(kernel, signature, constexprs):
     return constexprs, attrs
 
 
+def ast_source(kernel, signature, constexprs, attrs) -> ASTSource:
+    """Triton's ASTSource of the kernel: signature with "constexpr" entries and attrs as {(index,): [[name, value]]}
+    (Triton ≥ 3.3), or for Triton 3.2 the signature without them and attrs as an AttrsDescriptor."""
+    if AttrsDescriptor is None:
+        return ASTSource(kernel, signature, constexprs, attrs)
+    signature = {name: kind for name, kind in signature.items() if kind != "constexpr"}
+    hints = {index[0]: value for index, properties in (attrs or {}).items() for _, value in properties}
+    return ASTSource(kernel, signature, constexprs, AttrsDescriptor.from_hints(hints))
+
+
 def compile_ptx(kernel, dtype, pointers, constexprs, num_warps, as_launched=False, num_stages=3) -> str:
     """PTX for sm_90 (optionally with the launch's specialisation, `launch_specialisation`).
     Constexprs with a default that `constexprs` leaves out take it (as a launch without them)."""
@@ -84,7 +99,7 @@ def compile_sm90(kernel, dtype, pointers, constexprs, num_warps, as_launched=Fal
     if as_launched:
         constexprs, attrs = launch_specialisation(kernel, signature, constexprs)
         signature = _signature(kernel, dtype, pointers, constexprs)
-    src = ASTSource(kernel, signature, constexprs, attrs)
+    src = ast_source(kernel, signature, constexprs, attrs)
     options = {"num_warps": num_warps, "num_stages": num_stages}
     if max_registers:
         options["maxnreg"] = max_registers

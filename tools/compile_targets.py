@@ -28,7 +28,6 @@ from typing import Dict, List, Tuple
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 import compile_check as cc
 from normkit import config as cfg
@@ -146,7 +145,7 @@ def compile_pick(target: GPUTarget, config: cfg.TileConfig, s: dict, ptx: bool =
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     if config.max_registers:
         options["maxnreg"] = config.max_registers
-    return triton.compile(ASTSource(kernel, signature, c, attrs), target=target, options=options)
+    return triton.compile(cc.ast_source(kernel, signature, c, attrs), target=target, options=options)
 
 
 def resources(target: GPUTarget, compiled) -> Tuple[int, int]:

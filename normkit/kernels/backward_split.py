@@ -95,7 +95,7 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
         # statistics' own too: Σh² (RMSNorm) or Σh (LayerNorm; else publish_row_sums reduces it)
         sum_g = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)  # RMSNorm's dh does not read Σg (compute_dh)
         sum_h = None
-        if IS_RMS_NORM and RECOMPUTE_STATS and JOIN_STATS:
+        if IS_RMS_NORM and (RECOMPUTE_STATS and JOIN_STATS):
             sum_gh, sum_h = tl.reduce((g * h_c, h_c * h_c), 1, _add_pair)
         elif IS_RMS_NORM:
             sum_gh = tl.sum(g * h_c, axis=1)
@@ -110,7 +110,7 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
         local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = (local < head_rows) & (t > 0)
         rows64 = local.to(tl.int64) * HEADS + head
-        if IS_RMS_NORM and not RECOMPUTE_STATS and ASYNC_STAGES is not None and COMPUTE_DTYPE == tl.float32:
+        if (IS_RMS_NORM and not RECOMPUTE_STATS) and (ASYNC_STAGES is not None and COMPUTE_DTYPE == tl.float32):
             # rstd in flight with the exchange's words, not staged by the pipeliner behind a barrier of its
             # own (`load_row_stat`): RMSNorm −0.5 to −1.3 %; LayerNorm's mean and rstd so lost 5-16 % (H200)
             rstd = load_row_stat(RSTD + rows64, row_mask, PTX).to(COMPUTE_DTYPE)
@@ -143,7 +143,7 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
         else:  # LayerNorm: rstd folded in first, two element-wise ops fewer (compute_dh_scaled)
             # ĥ in one FFMA where h is 2-byte (its error bound: `compute_dh_scaled`): 0.5-1 % faster (H200)
             x_hat, dh = compute_dh_scaled(h_c, dy_c, w_block if HAS_WEIGHT else None, mean, rstd, sum_gh, sum_g, N,
-                                          X.dtype.element_ty.primitive_bitwidth == 16)
+                                          16 == X.dtype.element_ty.primitive_bitwidth)  # (constant first: Triton 3.3)
         store_dh(DX, DRESIDUAL_OUT, rows64[:, None] * stride_dx_row + cols[None, :],
                  rows64[:, None] * stride_dres_row + cols[None, :] * stride_dres_col, dh, mask,
                  HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)

@@ -26,7 +26,7 @@ from .ptx import pairs_to_float32
 def upcast(t, COMPUTE_DTYPE: tl.constexpr, BF16_PAIRS: tl.constexpr):
     """t in COMPUTE_DTYPE — bitwise `t.to(COMPUTE_DTYPE)`. With BF16_PAIRS (NVIDIA GPUs only: inline PTX) a
     bf16 tile goes to float32 a 32-bit register of two elements at a time, one instruction each."""
-    if BF16_PAIRS and t.dtype == tl.bfloat16 and COMPUTE_DTYPE == tl.float32:
+    if BF16_PAIRS and (COMPUTE_DTYPE == tl.float32 and t.dtype == tl.bfloat16):  # (a constexpr left of each `and`: Triton 3.3)
         return pairs_to_float32(t, True)
     return t.to(COMPUTE_DTYPE)
 
@@ -39,6 +39,6 @@ def upcast_held(t, COMPUTE_DTYPE: tl.constexpr, PAIRS: tl.constexpr):
     hoists out of the loop, holding the float32 values — twice the registers (ptxas, sm_90: LayerNorm bf16
     1 × 8192 on 4 warps 253 registers, 404 B spilled at 128). bf16 is a shift and a mask (as `upcast`);
     fp16 two cvt.f32.f16 of the register's halves. Bitwise `t.to(COMPUTE_DTYPE)`."""
-    if PAIRS and (t.dtype == tl.bfloat16 or t.dtype == tl.float16) and COMPUTE_DTYPE == tl.float32:
+    if PAIRS and (COMPUTE_DTYPE == tl.float32 and 16 == t.dtype.primitive_bitwidth):  # bf16, fp16 (constant first: 3.3)
         return pairs_to_float32(t, False)
     return t.to(COMPUTE_DTYPE)

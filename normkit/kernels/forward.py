@@ -150,7 +150,7 @@ def _lanes(X, Y, RESIDUAL, RESIDUAL_OUT, HAS_RESIDUAL: tl.constexpr, STORE_RESID
     RH: tl.constexpr = R_BITS if R_BITS > H_BITS else H_BITS
     WIDEST: tl.constexpr = XY if XY > RH else RH
     lanes = tl.arange(0, BLOCK_N)
-    if X_BITS != WIDEST or Y_BITS != WIDEST or R_BITS != WIDEST or H_BITS != WIDEST:
+    if (X_BITS != WIDEST or Y_BITS != WIDEST) or (R_BITS != WIDEST or H_BITS != WIDEST):
         VEC: tl.constexpr = 128 // WIDEST
         lanes = (lanes // VEC) * VEC + lanes % VEC
     return lanes
@@ -277,7 +277,7 @@ def norm_fwd_kernel(
 
     storing y and, as asked, residual_out = h, mean and rstd (rstd = 1/√(Σ(h − mean)²/N + eps))."""
     tl.static_assert(not (HAS_GATE and SPLIT > 1), "split rows take no gate")
-    EVICTION: tl.constexpr = "evict_first" if STREAM and ONE_TILE and not RELOAD else ""
+    EVICTION: tl.constexpr = "evict_first" if STREAM and (ONE_TILE and not RELOAD) else ""
     # Column tiles (RMSNorm's): L2 keeps the statistics pass's reads for the output pass, then drops
     # them. H200 A/B: RMSNorm 4096×65536 358.6 → 309.0 µs, 2048×131072 396.3 → 375.1; LayerNorm
     # mixed (4096×65536 +8.2, 2048×131072 −8.1), so it keeps the default policy.

@@ -10,7 +10,6 @@ tests/test_portability.py checks that no other module holds inline assembly.
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 # Pads a spin wait's tile of words to this many elements (`_padded`): the most threads a program has on either
 # vendor (32 warps of 32, 16 wavefronts of 64), so no thread holds a replica of another's word.
@@ -88,7 +87,7 @@ def _padded(ptr):
     replica of another's element, so a reduction over the padding axis takes every thread's view (`_spin`)."""
     ROWS: tl.constexpr = ptr.shape[0]
     COLS: tl.constexpr = ptr.shape[1]
-    PAD: tl.constexpr = max(1, _MAX_THREADS // (ROWS * COLS))
+    PAD: tl.constexpr = _MAX_THREADS // (ROWS * COLS) if ROWS * COLS < _MAX_THREADS else 1  # (no max(): Triton < 3.6)
     return ptr[:, :, None] + tl.zeros([ROWS, COLS, PAD], tl.int32)
 
 
@@ -192,11 +191,13 @@ def pairs_to_float32(t, PURE: tl.constexpr):
 
 @triton.jit
 def launch_dependents():
-    """Let the next kernel's programs launch once every program of this one has called this (sm_90+)."""
-    gdc_launch_dependents()
+    """Let the next kernel's programs launch once every program of this one has called this (sm_90+).
+    Triton's own `gdc_launch_dependents` is not in Triton 3.2-3.3 and does not compile in 3.4: normkit's own."""
+    tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32, is_pure=False,
+                              pack=1)
 
 
 @triton.jit
 def wait_for_primary():
     """Wait until the kernel this one depends on has completed and its writes are visible (sm_90+)."""
-    gdc_wait()
+    tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)

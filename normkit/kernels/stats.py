@@ -177,13 +177,13 @@ def _await_slot(slot, mask, tag, IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.
     sum_g = tl.zeros_like(sum_gh)
     s1 = tl.zeros_like(sum_gh)
     s2 = tl.zeros_like(sum_gh)
-    if SUM_GH and SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's recomputing backward
+    if (SUM_GH and SUM_G) and (RECOMPUTE_STATS and not IS_RMS_NORM):  # LayerNorm's recomputing backward
         sum_gh, sum_g, s2, s1 = _take_four(gh, g, m2, m1, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
-    elif SUM_GH and SUM_G and not RECOMPUTE_STATS:  # LayerNorm's backward
+    elif (SUM_GH and SUM_G) and not RECOMPUTE_STATS:  # LayerNorm's backward
         sum_gh, sum_g = _take_two(gh, g, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
-    elif SUM_GH and not SUM_G and RECOMPUTE_STATS and IS_RMS_NORM:  # RMSNorm's recomputing backward
+    elif (SUM_GH and not SUM_G) and (RECOMPUTE_STATS and IS_RMS_NORM):  # RMSNorm's recomputing backward
         sum_gh, s2 = _take_two(gh, m2, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
-    elif not SUM_GH and not SUM_G and RECOMPUTE_STATS and not IS_RMS_NORM:  # LayerNorm's forward
+    elif (not SUM_GH and not SUM_G) and (RECOMPUTE_STATS and not IS_RMS_NORM):  # LayerNorm's forward
         s2, s1 = _take_two(m2, m1, mask, tag, SPAN, COMPUTE_DTYPE, PTX)
     else:  # one quantity (RMSNorm's backward Σ(g·h), its forward Σh²); any other set, one wait each
         if SUM_GH:
