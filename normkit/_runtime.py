@@ -17,6 +17,8 @@ on NVIDIA GPUs too; NORMKIT_ARCH=generic (or sm90) forces the heuristics' table 
 import functools
 import importlib.util
 import os
+import re
+import warnings
 
 import torch
 
@@ -36,11 +38,35 @@ def interpret() -> bool:
     return HAS_TRITON and kernels().INTERPRETED
 
 
+# The oldest Triton each way of running the kernels is checked with: compiled, 3.3 (`tools/compile_check.py
+# --targets …` passes under 3.3-3.6; 3.2 rejects a None pipelining depth); the CPU interpreter, 3.4 (3.3's cannot
+# build a boolean constant). With an older one normkit warns once and takes the plain-PyTorch path.
+MIN_TRITON = {"compiled": (3, 3), "interpreter": (3, 4)}
+
+
 def uses_triton(device: torch.device) -> bool:
     """True when tensors on `device` are handled by the Triton kernels."""
     if not HAS_TRITON:
         return False
-    return device.type == "cuda" or (device.type == "cpu" and interpret())
+    if device.type == "cuda":
+        return triton_supported("compiled")
+    return device.type == "cpu" and interpret() and triton_supported("interpreter")
+
+
+@functools.lru_cache(maxsize=None)
+def triton_supported(way: str) -> bool:
+    """Whether the installed Triton is at least MIN_TRITON[way]; if not, one warning naming both versions."""
+    import triton
+
+    found = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
+    if found >= MIN_TRITON[way]:
+        return True
+    oldest = ".".join(map(str, MIN_TRITON[way]))
+    hint = " (PyTorch >= 2.7 ships it)" if way == "compiled" else ""
+    warnings.warn(f"normkit's {way} kernels need Triton >= {oldest}, found {triton.__version__}: normkit runs its "
+                  f"plain-PyTorch path instead (correct, slower). pip install 'triton>={oldest}'{hint}",
+                  RuntimeWarning, stacklevel=3)
+    return False
 
 
 def multiprocessor_count(device: torch.device) -> int:

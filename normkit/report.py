@@ -55,7 +55,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from . import lowlevel
+from . import _runtime, lowlevel
 from .bench import output, precompile
 from .bench.cases import Case, representative
 from .bench.inputs import float64_errors, make_inputs
@@ -302,7 +302,10 @@ def main(argv=None) -> int:
     backend = _backend(on_gpu)
     info = lowlevel.runtime_info()
     if backend is None:
+        way = "compiled" if on_gpu else "interpreter"
         why = ("triton is not installed" if info["triton"] is None else
+               f"Triton {info['triton']} is older than {'.'.join(map(str, _runtime.MIN_TRITON[way]))}"
+               if not _runtime.triton_supported(way) else
                "no GPU, and Triton's interpreter is off (TRITON_INTERPRET=1 must be set before the first "
                "launch; `python -m normkit` does that)")
         print(f"normkit verify: the Triton kernels cannot run here: {why}. Nothing verified.", file=sys.stderr)

@@ -104,17 +104,18 @@ def _compile_errors() -> tuple:
     (CompilationError), ptxas (PTXASError), or loading (OutOfResources: shared memory, registers).
     Imported on first use: importing normkit does not import triton (TRITON_INTERPRET may be set later)."""
     from triton.compiler.errors import CompilationError
-    from triton.runtime.errors import OutOfResources, PTXASError
+    from triton.runtime import errors
 
-    return CompilationError, PTXASError, OutOfResources
+    # (Triton 3.2 has no PTXASError: its ptxas failures are RuntimeErrors, `_is_compile_error`)
+    return CompilationError, getattr(errors, "PTXASError", CompilationError), errors.OutOfResources
 
 
 def _is_compile_error(err: BaseException) -> bool:
-    """One of `_compile_errors()`, or a failed MLIR pass pipeline: Triton raises a plain
-    RuntimeError("PassManager::run failed") when one of its GPU passes asserts (seen with Triton
-    3.6's OptimizeThreadLocality). Other RuntimeErrors (CUDA errors among them) are not."""
-    return isinstance(err, _compile_errors()) or (type(err) is RuntimeError and
-                                                  "PassManager::run failed" in str(err))
+    """One of `_compile_errors()`, a failed MLIR pass pipeline (a plain RuntimeError("PassManager::run
+    failed") when one of Triton's GPU passes asserts, seen with 3.6's OptimizeThreadLocality) or, in Triton
+    3.2, a failed ptxas (a RuntimeError with its "Repro command"). Other RuntimeErrors (CUDA's) are not."""
+    return isinstance(err, _compile_errors()) or (type(err) is RuntimeError and (
+        "PassManager::run failed" in str(err) or "`ptxas` stderr:" in str(err)))
 
 
 # The conservative configurations: one row, 1024-column tiles, 4 warps (registers and shared
