@@ -86,35 +86,37 @@ def _backward(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire
 # ----------------------------------------------------------------------------- forward
 @contextlib.contextmanager
 def _watching_launches():
-    """Record each Triton launch's tensor arguments, cloned just before and just after it."""
-    from triton.runtime.interpreter import InterpretedFunction
+    """Record each Triton launch's tensor arguments, cloned just before and just after it: compiled launches
+    at `JITFunction.run`, interpreted ones at `GridExecutor.__call__`, where every Triton version's interpreter
+    (3.4's `fn[grid]` does not pass through `InterpretedFunction.run`) runs a grid."""
+    from triton.runtime.interpreter import GridExecutor
     from triton.runtime.jit import JITFunction
 
     launches: List[tuple] = []
-    originals = {cls: cls.run for cls in (JITFunction, InterpretedFunction)}
+    originals = {(JITFunction, "run"): JITFunction.run, (GridExecutor, "__call__"): GridExecutor.__call__}
 
     def watched(original):
-        def run(self, *args, grid, warmup, **kwargs):
-            if warmup or len(launches) >= MAX_LAUNCHES:
-                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        def run(self, *args, **kwargs):
+            if kwargs.get("warmup") or len(launches) >= MAX_LAUNCHES:
+                return original(self, *args, **kwargs)
             names = list(getattr(self, "arg_names", None) or [])
             named = [(names[i] if i < len(names) else f"arg{i}", value) for i, value in enumerate(args)]
             tensors = [(name, value) for name, value in named + list(kwargs.items()) if isinstance(value, torch.Tensor)]
             before = [value.detach().clone() for _, value in tensors]
-            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            result = original(self, *args, **kwargs)
             after = [value.detach().clone() for _, value in tensors]
-            kernel = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
+            kernel = getattr(getattr(self, "fn", None), "__name__", None) or "kernel"
             launches.append((kernel, [(name, b, a) for (name, _), b, a in zip(tensors, before, after)]))
             return result
         return run
 
-    for cls, original in originals.items():
-        cls.run = watched(original)
+    for (cls, name), original in originals.items():
+        setattr(cls, name, watched(original))
     try:
         yield launches
     finally:
-        for cls, original in originals.items():
-            cls.run = original
+        for (cls, name), original in originals.items():
+            setattr(cls, name, original)
 
 
 def _describe(value) -> dict:
