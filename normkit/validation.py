@@ -23,6 +23,9 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
             raise TypeError(f"{name} must be {expected}, got {kind.__name__}")
         if _is_dtensor(tensor):
             _reject_dtensor(name, tensor)
+    if tensor.is_nested or tensor.layout is not torch.strided:  # sparse, nested, mkldnn: no strided storage
+        shown = "a nested tensor" if tensor.is_nested else tensor.layout
+        raise TypeError(f"{name} must be a dense (strided) tensor, got {shown}")
     if tensor.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must have a floating dtype ({_DTYPE_NAMES}), got {tensor.dtype}")
 
@@ -41,9 +44,13 @@ def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> 
     """A real, finite number (≥ minimum when given), returned as a Python float."""
     if type(value) is not float and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
-    value = float(value)
+    bound = f" >= {minimum:g}" if minimum is not None else ""
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float's range (its digits may be too many to print)
+        raise ValueError(f"{name} must be a finite number{bound}, got an int of {value.bit_length()} bits, "
+                         f"beyond float's range") from None
     if not -math.inf < value < math.inf or (minimum is not None and value < minimum):  # NaN fails too
-        bound = f" >= {minimum:g}" if minimum is not None else ""
         raise ValueError(f"{name} must be a finite number{bound}, got {value}")
     return value
 
@@ -128,7 +135,7 @@ CASTING_MODES = ("fp32", "llama")
 
 
 def check_casting_mode(casting_mode) -> None:
-    if casting_mode not in CASTING_MODES:
+    if not isinstance(casting_mode, str) or casting_mode not in CASTING_MODES:
         raise ValueError(f"casting_mode must be one of {', '.join(map(repr, CASTING_MODES))}, got {casting_mode!r}")
 
 

@@ -1,0 +1,57 @@
+"""Bad input the first validation tests did not reach: tensors without strided storage, arguments a
+call plan's lookup cannot hash, out-of-range numbers, empty normalized shapes, FusedAddRMSNorm's
+constructor and the low-level device helpers. Each gets a TypeError/ValueError naming the argument."""
+
+import warnings
+
+import pytest
+import torch
+
+import normkit
+
+def _sparse(t):
+    return t.to_sparse()
+
+def _nested(t):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (torch: "the PyTorch API of nested tensors is in prototype")
+        return torch.nested.nested_tensor(list(t))
+
+@pytest.mark.parametrize("name,make,layout", [
+    *((name, _sparse, "torch.sparse_coo") for name in ("x", "weight", "residual", "gate")),
+    *((name, _nested, "a nested tensor") for name in ("x", "residual", "gate")),  # (nested: a batch of rows)
+])
+def test_tensors_without_strided_storage(name, make, layout):
+    args = dict(x=torch.randn(4, 8), weight=torch.randn(8), residual=torch.randn(4, 8), gate=torch.randn(4, 8))
+    args[name] = make(args[name])
+    pattern = rf"{name} must be a dense \(strided\) tensor, got {layout}"
+    with pytest.raises(TypeError, match=pattern):
+        normkit.rms_norm(**args)
+    with pytest.raises(TypeError, match=pattern):
+        normkit.rms_norm_fwd(**args)
+
+def test_backward_tensors_without_strided_storage():
+    x, w, dout = torch.randn(4, 8), torch.randn(8), torch.randn(4, 8)
+    with pytest.raises(TypeError, match=r"dout must be a dense \(strided\) tensor, got torch.sparse_coo"):
+        normkit.rms_norm_bwd(x, w, dout.to_sparse())
+    with pytest.raises(TypeError, match=r"rstd must be a dense \(strided\) tensor, got torch.sparse_coo"):
+        normkit.rms_norm_bwd(x, w, dout, torch.ones(4).to_sparse())
+
+@pytest.mark.parametrize("kwargs,exc,pattern", [
+    (dict(eps=[1e-6]), TypeError, r"eps must be a float, got list"),
+    (dict(weight_offset=[1.0]), TypeError, r"weight_offset must be a float, got list"),
+    (dict(out_dtype=[torch.float16]), TypeError, r"out_dtype must be None or one of .* got \[torch.float16\]"),
+    (dict(residual_dtype={}), TypeError, r"residual_dtype must be None or one of .* got \{\}"),
+    (dict(casting_mode=["fp32"]), ValueError, r"casting_mode must be one of 'fp32', 'llama', got \['fp32'\]"),
+])
+def test_unhashable_arguments_are_named(kwargs, exc, pattern):
+    """The call-plan lookup hashes the arguments: an unhashable one still gets validation's message."""
+    with pytest.raises(exc, match=pattern):
+        normkit.rms_norm(torch.randn(4, 8), torch.randn(8), **kwargs)
+
+def test_an_eps_beyond_float_range_is_a_value_error():
+    with pytest.raises(ValueError, match=r"^eps must be a finite number >= 0, got an int of 1329 bits, beyond"):
+        normkit.rms_norm(torch.randn(4, 8), eps=10 ** 400)
+    with pytest.raises(ValueError, match=r"^weight_offset must be a finite number, got an int of 16610 bits"):
+        normkit.rms_norm(torch.randn(4, 8), torch.randn(8), weight_offset=-10 ** 5000)  # (too long for str())
+
