@@ -9,13 +9,17 @@ import torch
 
 import normkit
 
+
+
 def _sparse(t):
     return t.to_sparse()
+
 
 def _nested(t):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # (torch: "the PyTorch API of nested tensors is in prototype")
         return torch.nested.nested_tensor(list(t))
+
 
 @pytest.mark.parametrize("name,make,layout", [
     *((name, _sparse, "torch.sparse_coo") for name in ("x", "weight", "residual", "gate")),
@@ -30,12 +34,14 @@ def test_tensors_without_strided_storage(name, make, layout):
     with pytest.raises(TypeError, match=pattern):
         normkit.rms_norm_fwd(**args)
 
+
 def test_backward_tensors_without_strided_storage():
     x, w, dout = torch.randn(4, 8), torch.randn(8), torch.randn(4, 8)
     with pytest.raises(TypeError, match=r"dout must be a dense \(strided\) tensor, got torch.sparse_coo"):
         normkit.rms_norm_bwd(x, w, dout.to_sparse())
     with pytest.raises(TypeError, match=r"rstd must be a dense \(strided\) tensor, got torch.sparse_coo"):
         normkit.rms_norm_bwd(x, w, dout, torch.ones(4).to_sparse())
+
 
 @pytest.mark.parametrize("kwargs,exc,pattern", [
     (dict(eps=[1e-6]), TypeError, r"eps must be a float, got list"),
@@ -49,9 +55,44 @@ def test_unhashable_arguments_are_named(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         normkit.rms_norm(torch.randn(4, 8), torch.randn(8), **kwargs)
 
+
 def test_an_eps_beyond_float_range_is_a_value_error():
     with pytest.raises(ValueError, match=r"^eps must be a finite number >= 0, got an int of 1329 bits, beyond"):
         normkit.rms_norm(torch.randn(4, 8), eps=10 ** 400)
     with pytest.raises(ValueError, match=r"^weight_offset must be a finite number, got an int of 16610 bits"):
         normkit.rms_norm(torch.randn(4, 8), torch.randn(8), weight_offset=-10 ** 5000)  # (too long for str())
 
+
+@pytest.mark.parametrize("module", [normkit.RMSNorm, normkit.LayerNorm])
+def test_modules_refuse_an_empty_normalized_shape(module):
+    """torch.nn.RMSNorm(()) / LayerNorm(()) refuse it at the call; normalising over no dimension is not a norm."""
+    norm = module(())
+    with pytest.raises(ValueError, match=r"normalized_shape must have at least one dimension, got \(\)"):
+        norm(torch.randn(3, 1))
+
+
+@pytest.mark.parametrize("hidden_size,exc,pattern", [
+    (0, ValueError, r"hidden_size must be >= 1, got 0"),
+    (-1, ValueError, r"hidden_size must be >= 1, got -1"),
+    (8.0, TypeError, r"hidden_size must be an int, got float"),
+    ([8], TypeError, r"hidden_size must be an int, got list"),
+    (True, TypeError, r"hidden_size must be an int, got bool"),
+])
+def test_fused_add_module_checks_hidden_size(hidden_size, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        normkit.FusedAddRMSNorm(hidden_size)
+
+
+def test_fused_add_module_names_x_when_its_last_dimension_is_wrong():
+    norm = normkit.FusedAddRMSNorm(8)
+    with pytest.raises(ValueError, match=r"x must end with the dimensions normalized_shape=\(8,\), got shape \(2, 4\)"):
+        norm(torch.randn(2, 4), torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("weight_offset", [0.0, 1.0])
+def test_fused_add_module_resets_parameters_after_meta_init(weight_offset):
+    """Meta-device construction then to_empty + reset_parameters (FSDP, accelerate): the weight is
+    what the constructor makes (ones; zeros for Gemma's (1 + w))."""
+    norm = normkit.FusedAddRMSNorm(8, weight_offset=weight_offset, device="meta").to_empty(device="cpu")
+    norm.reset_parameters()
+    assert torch.equal(norm.weight, torch.full((8,), 1.0 - weight_offset))
