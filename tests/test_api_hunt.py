@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import normkit
-
+from normkit import lowlevel
 
 
 def _sparse(t):
@@ -96,3 +96,20 @@ def test_fused_add_module_resets_parameters_after_meta_init(weight_offset):
     norm = normkit.FusedAddRMSNorm(8, weight_offset=weight_offset, device="meta").to_empty(device="cpu")
     norm.reset_parameters()
     assert torch.equal(norm.weight, torch.full((8,), 1.0 - weight_offset))
+
+
+@pytest.mark.parametrize("fn", [lowlevel.backend, lowlevel.multiprocessors])
+def test_device_helpers_name_a_bad_device(fn):
+    with pytest.raises(ValueError, match=r"device must name a device \('cpu', 'cuda:0', \.\.\.\), got 'nonsense'"):
+        fn("nonsense")
+    with pytest.raises(TypeError, match=r"device must be a torch.device or a str, got int"):
+        fn(3)
+
+
+@pytest.mark.parametrize("n,exc,pattern", [
+    (0, ValueError, r"n must be >= 1, got 0"),
+    ("8", TypeError, r"n must be an int, got str"),
+])
+def test_tile_config_checks_n(n, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        lowlevel.tile_config(n, False, True)
