@@ -8,6 +8,7 @@ from typing import Optional
 
 import torch
 
+_is_compiling = torch.compiler.is_compiling  # (Dynamo cannot trace is_neg(); a traced call is not checked)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _DTYPE_NAMES = "float16, bfloat16, float32 or float64"
 
@@ -26,6 +27,8 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
     if tensor.is_nested or tensor.layout is not torch.strided:  # sparse, nested, mkldnn: no strided storage
         shown = "a nested tensor" if tensor.is_nested else tensor.layout
         raise TypeError(f"{name} must be a dense (strided) tensor, got {shown}")
+    if not _is_compiling() and tensor.is_neg():  # the kernels read memory, which holds the negated values
+        raise TypeError(f"{name} is a negative view ({name}.is_neg(), e.g. z.conj().imag): pass {name}.resolve_neg()")
     if tensor.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must have a floating dtype ({_DTYPE_NAMES}), got {tensor.dtype}")
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import normkit
-from normkit import lowlevel
+from normkit import lowlevel, ops
 
 
 def _sparse(t):
@@ -113,3 +113,41 @@ def test_device_helpers_name_a_bad_device(fn):
 def test_tile_config_checks_n(n, exc, pattern):
     with pytest.raises(exc, match=pattern):
         lowlevel.tile_config(n, False, True)
+
+
+def _neg_view(t):
+    """t's negation as a view with the negative bit set, t's strides and memory (`z.conj().imag` of a
+    complex z is one too, with other strides)."""
+    assert torch.complex(t, t).conj().imag.is_neg()
+    view = torch._neg_view(t)
+    assert view.is_neg() and view.data_ptr() == t.data_ptr() and torch.equal(view, -t)
+    return view
+
+
+@pytest.mark.parametrize("name", ["x", "weight", "bias", "residual"])
+@pytest.mark.usefixtures("plans_on")
+def test_negative_views_are_refused_not_read_as_their_memory(name):
+    """The kernels read memory; a negative view's memory holds the negated values. Refused on the
+    first call, and still after the same call signature with plain tensors was planned."""
+    args = dict(x=torch.randn(4, 8), weight=torch.randn(8), bias=torch.randn(8), residual=torch.randn(4, 8))
+    normkit.layer_norm(**args)  # plans this signature (but for the negative bit)
+    assert ops.plan_cache_info()["calls"]["size"] == 1
+    args[name] = _neg_view(args[name])
+    pattern = rf"{name} is a negative view \({name}.is_neg\(\), e.g. z.conj\(\).imag\): pass {name}.resolve_neg\(\)"
+    for _ in range(2):
+        with pytest.raises(TypeError, match=pattern):
+            normkit.layer_norm(**args)
+    with pytest.raises(TypeError, match=pattern):
+        normkit.layer_norm_fwd(**args)
+    resolved = {key: value.resolve_neg() for key, value in args.items()}
+    torch.testing.assert_close(normkit.layer_norm(**resolved), torch.nn.functional.layer_norm(
+        resolved["x"] + resolved["residual"], (8,), resolved["weight"], resolved["bias"]))
+
+
+def test_a_gate_or_dout_negative_view_is_refused():
+    x, w = torch.randn(4, 8), torch.randn(8)
+    with pytest.raises(TypeError, match=r"gate is a negative view"):
+        normkit.rms_norm(x, w, gate=_neg_view(torch.randn(4, 8)))
+    with pytest.raises(TypeError, match=r"dout is a negative view"):
+        normkit.rms_norm_bwd(x, w, _neg_view(torch.randn(4, 8)))
+
