@@ -1,6 +1,7 @@
-"""Bad input the first validation tests did not reach: tensors without strided storage, arguments a
-call plan's lookup cannot hash, out-of-range numbers, empty normalized shapes, FusedAddRMSNorm's
-constructor and the low-level device helpers. Each gets a TypeError/ValueError naming the argument."""
+"""Bad input the first validation tests did not reach: tensors without strided storage, negative views,
+arguments a call plan's lookup cannot hash, out-of-range numbers, empty normalized shapes,
+FusedAddRMSNorm's constructor and the low-level device helpers. Each gets a TypeError/ValueError naming
+the argument."""
 
 import warnings
 
