@@ -5,8 +5,8 @@ A launch plan (`normkit.plan`) skips the configuration pick, grid fit and Triton
 call still validated its arguments, flattened them, chose between autograd and the bare op,
 allocated through three layers and built the launch plan's key. A *call signature* is everything
 those steps read: the norm; for x, weight, bias, residual and gate their type, shape, strides,
-dtype, device, 16-byte alignment and requires_grad (or None); eps and weight_offset (type and
-value); prenorm, out_dtype, residual_dtype and casting_mode; grad mode; the current CUDA device. A
+dtype, device, 16-byte alignment, requires_grad and negative bit (or None); eps and weight_offset
+(type and value); prenorm, out_dtype, residual_dtype and casting_mode; grad mode; the current CUDA device. A
 signature is stored only after a call with it succeeded and launched through a launch plan, so a
 hit proves what validation would find, and what the layers below would decide.
 
@@ -57,15 +57,16 @@ def signature(is_rms_norm, x, weight, bias, residual, gate, eps, weight_offset, 
     device = x.device
     # (inline rather than a helper per tensor: this is most of a hit's host time)
     return (
-        is_rms_norm, type(x), x.shape, x.stride(), x.dtype, device, x.data_ptr() & 15, x.requires_grad,
+        is_rms_norm, type(x), x.shape, x.stride(), x.dtype, device, x.data_ptr() & 15, x.requires_grad, x.is_neg(),
         None if weight is None else (type(weight), weight.shape, weight.stride(), weight.dtype, weight.device,
-                                     weight.data_ptr() & 15, weight.requires_grad),
+                                     weight.data_ptr() & 15, weight.requires_grad, weight.is_neg()),
         None if bias is None else (type(bias), bias.shape, bias.stride(), bias.dtype, bias.device,
-                                   bias.data_ptr() & 15, bias.requires_grad),
+                                   bias.data_ptr() & 15, bias.requires_grad, bias.is_neg()),
         None if residual is None else (type(residual), residual.shape, residual.stride(), residual.dtype,
-                                       residual.device, residual.data_ptr() & 15, residual.requires_grad),
+                                       residual.device, residual.data_ptr() & 15, residual.requires_grad,
+                                       residual.is_neg()),
         None if gate is None else (type(gate), gate.shape, gate.stride(), gate.dtype, gate.device,
-                                   gate.data_ptr() & 15, gate.requires_grad),
+                                   gate.data_ptr() & 15, gate.requires_grad, gate.is_neg()),
         type(eps), eps, type(weight_offset), weight_offset, prenorm, out_dtype, residual_dtype, casting_mode,
         _grad_enabled(), _get_device() if device.type == "cuda" else None)
 

@@ -329,12 +329,14 @@ def _planned(call: calls.FwdCall, x, weight, bias, residual, gate):
 
 def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, out_dtype, residual_dtype,
            casting_mode="fp32", gate=None):
-    key = calls.signature(is_rms_norm, x, weight, bias, residual, gate, eps, weight_offset, prenorm, out_dtype,
-                          residual_dtype, casting_mode)
-    if key is not None:
-        call = calls.CALLS.get(key)
-        if call is not None:  # this signature passed validation and launched before (docs/design.md#launch-path)
-            return _planned(call, x, weight, bias, residual, gate)
+    try:
+        key = calls.signature(is_rms_norm, x, weight, bias, residual, gate, eps, weight_offset, prenorm, out_dtype,
+                              residual_dtype, casting_mode)
+        call = None if key is None else calls.CALLS.get(key)
+    except (RuntimeError, TypeError):  # a tensor without strides, an unhashable argument: validation names it
+        key = call = None
+    if call is not None:  # this signature passed validation and launched before (docs/design.md#launch-path)
+        return _planned(call, x, weight, bias, residual, gate)
     if type(x) is not Tensor and type(x) is not torch.nn.Parameter and validation._is_dtensor(x):  # each rank its rows
         from . import distributed
         return distributed.apply(_apply, x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, prenorm,

@@ -128,6 +128,15 @@ def layer_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Opti
 
 
 # ----------------------------------------------------------------------------- where calls run
+def _device(device) -> torch.device:
+    if not isinstance(device, (torch.device, str)):
+        raise TypeError(f"device must be a torch.device or a str, got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"device must name a device ('cpu', 'cuda:0', ...), got {device!r}") from None
+
+
 def backend(device: Union[torch.device, str]) -> str:
     """Which implementation handles tensors on `device` in this process.
 
@@ -137,9 +146,7 @@ def backend(device: Union[torch.device, str]) -> str:
     interpreter). On CPU the answer imports the kernels, which fixes the interpreter mode
     (docs/design.md#cpu-path).
     """
-    if not isinstance(device, (torch.device, str)):
-        raise TypeError(f"device must be a torch.device or a str, got {type(device).__name__}")
-    device = torch.device(device)
+    device = _device(device)
     if not _runtime.uses_triton(device):
         return "reference"
     return "interpreter" if device.type == "cpu" else "triton"
@@ -168,7 +175,7 @@ def runtime_info() -> Dict[str, Optional[str]]:
 def multiprocessors(device: Union[torch.device, str]) -> int:
     """The multiprocessor count the launch heuristics size grids with on `device` (a CUDA device's
     SM count; 4 in Triton's interpreter, whose programs run one after another)."""
-    return _runtime.multiprocessor_count(torch.device(device))
+    return _runtime.multiprocessor_count(_device(device))
 
 
 def tile_config(n: int, backward: bool, interpret: bool, **scenario):
@@ -178,6 +185,10 @@ def tile_config(n: int, backward: bool, interpret: bool, **scenario):
     on it reads them). For reports and tools that say which kernel path a shape takes."""
     from . import config
 
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
     if not interpret and "device" not in scenario and torch.cuda.is_available():
         scenario["device"] = _runtime.target(torch.device("cuda"))
     return config.tile_config(n, backward, interpret, **scenario)

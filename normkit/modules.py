@@ -13,6 +13,8 @@ def _flatten_trailing(x, normalized_shape):
     shape = tuple(normalized_shape)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if not shape:  # (torch's modules refuse it at the call too)
+        raise ValueError("normalized_shape must have at least one dimension, got ()")
     if x.dim() < len(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
         raise ValueError(f"x must end with the dimensions normalized_shape={shape}, got shape {tuple(x.shape)}")
     if len(shape) == 1:
@@ -69,14 +71,24 @@ class FusedAddRMSNorm(torch.nn.Module):
     def __init__(self, hidden_size: int, eps: float = 1e-6, weight_offset: float = 0.0,
                  device=None, dtype=None):
         super().__init__()
+        if isinstance(hidden_size, bool) or not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size must be an int, got {type(hidden_size).__name__}")
+        if hidden_size < 1:
+            raise ValueError(f"hidden_size must be >= 1, got {hidden_size}")
         self.hidden_size = hidden_size
         self.eps = eps
         self.weight_offset = weight_offset
-        init = torch.zeros if weight_offset else torch.ones
-        self.weight = torch.nn.Parameter(init(hidden_size, device=device, dtype=dtype))
+        self.weight = torch.nn.Parameter(torch.empty(hidden_size, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The weight as constructed: ones, or zeros with a weight_offset (Gemma's (1 + w))."""
+        with torch.no_grad():
+            self.weight.fill_(0.0 if self.weight_offset else 1.0)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor):
-        return rms_norm(x, self.weight, residual=residual, eps=self.eps, prenorm=True,
+        flat, _ = _flatten_trailing(x, (self.hidden_size,))  # (names x, not the weight, on a wrong last dimension)
+        return rms_norm(flat, self.weight, residual=residual, eps=self.eps, prenorm=True,
                         weight_offset=self.weight_offset)
 
     def extra_repr(self) -> str:

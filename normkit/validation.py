@@ -8,6 +8,7 @@ from typing import Optional
 
 import torch
 
+_is_compiling = torch.compiler.is_compiling  # (Dynamo cannot trace is_neg(); a traced call is not checked)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _DTYPE_NAMES = "float16, bfloat16, float32 or float64"
 
@@ -23,6 +24,11 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
             raise TypeError(f"{name} must be {expected}, got {kind.__name__}")
         if _is_dtensor(tensor):
             _reject_dtensor(name, tensor)
+    if tensor.is_nested or tensor.layout is not torch.strided:  # sparse, nested, mkldnn: no strided storage
+        shown = "a nested tensor" if tensor.is_nested else tensor.layout
+        raise TypeError(f"{name} must be a dense (strided) tensor, got {shown}")
+    if not _is_compiling() and tensor.is_neg():  # the kernels read memory, which holds the negated values
+        raise TypeError(f"{name} is a negative view ({name}.is_neg(), e.g. z.conj().imag): pass {name}.resolve_neg()")
     if tensor.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must have a floating dtype ({_DTYPE_NAMES}), got {tensor.dtype}")
 
@@ -41,9 +47,13 @@ def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> 
     """A real, finite number (≥ minimum when given), returned as a Python float."""
     if type(value) is not float and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
-    value = float(value)
+    bound = f" >= {minimum:g}" if minimum is not None else ""
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float's range (its digits may be too many to print)
+        raise ValueError(f"{name} must be a finite number{bound}, got an int of {value.bit_length()} bits, "
+                         f"beyond float's range") from None
     if not -math.inf < value < math.inf or (minimum is not None and value < minimum):  # NaN fails too
-        bound = f" >= {minimum:g}" if minimum is not None else ""
         raise ValueError(f"{name} must be a finite number{bound}, got {value}")
     return value
 
@@ -128,7 +138,7 @@ CASTING_MODES = ("fp32", "llama")
 
 
 def check_casting_mode(casting_mode) -> None:
-    if casting_mode not in CASTING_MODES:
+    if not isinstance(casting_mode, str) or casting_mode not in CASTING_MODES:
         raise ValueError(f"casting_mode must be one of {', '.join(map(repr, CASTING_MODES))}, got {casting_mode!r}")
 
 

@@ -45,6 +45,7 @@ def test_run_returns_false_when_reference_disagrees(monkeypatch):
     ({"eps": -1e-6}, ValueError, "eps must be a finite number >= 0"),
     ({"eps": math.nan}, ValueError, "eps must be a finite number >= 0"),
     ({"eps": "1e-6"}, TypeError, "eps must be a float"),
+    ({"eps": 10 ** 400}, ValueError, "eps must be a finite number >= 0, got an int of 1329 bits"),
 ])
 def test_run_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -108,6 +109,11 @@ BAD_INPUTS = {
     "eps negative": ("eps", -1.0, ValueError, "eps must be a finite number >= 0"),
     "eps inf": ("eps", math.inf, ValueError, "eps must be a finite number >= 0"),
     "eps None": ("eps", None, TypeError, "eps must be a float, got NoneType"),
+    "eps beyond float": ("eps", 10 ** 400, ValueError, "eps must be a finite number >= 0, got an int of 1329 bits"),
+    "x sparse": ("x", lambda device: torch.zeros(3, 4, device=device).to_sparse(), TypeError,
+                 r"x must be a dense \(strided\) tensor, got torch.sparse_coo"),
+    "dx sparse": ("dx", lambda device: torch.zeros(3, 4, device=device).to_sparse(), TypeError,
+                  r"dx must be a dense \(strided\) tensor, got torch.sparse_coo"),
     "x a list": ("x", [[1.0] * 4] * 3, TypeError, "x must be a torch.Tensor, got list"),
     "x float64": ("x", _zeros(3, 4, dtype=torch.float64), TypeError, "x must be float32, got torch.float64"),
     "x transposed": ("x", _zeros(4, 3), ValueError, r"x must have shape \(3, 4\) or \(12,\), got \(4, 3\)"),
@@ -130,7 +136,7 @@ def test_solve_rejects_bad_input_before_writing(device, case):
                 N=3, C=4, eps=1e-5)
     args[argument] = args[bad] if isinstance(bad, str) else bad(device) if callable(bad) else bad
     snapshot = {name: args[name].clone() for name in ("x", "weight", "dy", "dx", "dweight")
-                if isinstance(args[name], torch.Tensor)}
+                if isinstance(args[name], torch.Tensor) and args[name].layout == torch.strided}
     with pytest.raises(error, match=match):
         solve(**args)
     for name, before in snapshot.items():

@@ -4,9 +4,9 @@ What the challenge asks beyond normkit's own API: counts as ints, float32 only, 
 outputs. The grader uses the same checks on the command line's -M, -N and --eps.
 """
 
-import math
-
 import torch
+
+from .. import validation
 
 
 def check_positive_int(name: str, value) -> int:
@@ -17,17 +17,15 @@ def check_positive_int(name: str, value) -> int:
     return value
 
 
-def check_eps(eps) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"eps must be a float, got {type(eps).__name__}")
-    if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps}")
-    return float(eps)
+check_eps = validation.check_eps  # a finite float >= 0, as normkit's own calls take it
 
 
 def _check_float32(name: str, tensor, shapes: tuple, device=None) -> None:
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_nested or tensor.layout is not torch.strided:  # (no data pointer to check overlaps with)
+        raise TypeError(f"{name} must be a dense (strided) tensor, got "
+                        f"{'a nested tensor' if tensor.is_nested else tensor.layout}")
     if tensor.dtype != torch.float32:
         raise TypeError(f"{name} must be float32, got {tensor.dtype}")
     if tuple(tensor.shape) not in shapes:
