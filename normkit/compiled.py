@@ -81,6 +81,8 @@ def traceable(kernel):
         def cache_key(self) -> str:  # (the helpers it calls are interpreted: Triton's hash refuses them)
             return f"normkit-interpreted:{self.fn.__qualname__}"
 
+        # (Dynamo never traces the interpreter: a graph that breaks at the launch, compiled autograd's, runs it)
+        @torch.compiler.disable
         def run(self, *args, grid, warmup, **options):
             if not warmup:  # (num_warps, num_stages: the interpreter has no use for them)
                 launch(kernel, grid, *args, **{k: v for k, v in options.items() if k in self.arg_names})

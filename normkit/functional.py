@@ -101,7 +101,8 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
         dh, dweight, dbias = dresidual_out, None, None
     elif graph:
         dh, dweight, dbias, *dgate = _backward_graph(h, weight, gate, dout, dresidual_out, ctx.meta)
-    elif ctx.meta[10] is not None:  # a planned call (normkit.calls)
+    # a planned call (normkit.calls); not while compiled autograd traces this backward: its launch is no op
+    elif ctx.meta[10] is not None and not torch.compiler.is_compiling():
         dh, dweight, dbias, *dgate = ctx.meta[10].backward(h, weight, gate, mean, rstd, dout, dresidual_out,
                                                            bias_shape, bias_dtype, x_hat_dtype)
     else:

@@ -111,3 +111,23 @@ def test_func_transforms_inside_the_compiled_function(norm, transform, device):
 
     got = torch.compile(TRANSFORMS[transform](loss(_normkit_norm)), backend="aot_eager", fullgraph=True)(*primals)
     torch.testing.assert_close(got, TRANSFORMS[transform](loss(_torch_norm))(*primals), **TOL)
+
+
+@pytest.mark.parametrize("compiled_forward", [False, True], ids=["eager-forward", "compiled-forward"])
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_compiled_autograd(norm, compiled_forward, device):
+    """Compiled autograd (Dynamo traces the backward): with an eager forward it traced the backward of the
+    forward's call plan into its launch, with the traced kernels into Triton's interpreter (both failed on fake
+    tensors). Gradients as torch's in float64."""
+    primals, (dy, *_) = _inputs(device)
+    forward = torch.compile(_normkit_norm, backend="aot_eager") if compiled_forward else _normkit_norm
+
+    def gradients(fn, *tensors) -> tuple:
+        leaves = [t.clone().requires_grad_() for t in tensors]
+        y, h = fn(norm, *leaves)
+        return torch.autograd.grad((y * dy).sum() + (h * h).sum(), leaves)
+
+    forward(norm, *primals)  # (an eager forward records its call plan: the second call takes it)
+    with torch._dynamo.compiled_autograd._enable(torch.compile(backend="aot_eager")):
+        got = gradients(forward, *primals)
+    torch.testing.assert_close(got, gradients(_torch_norm, *primals), **TOL)
