@@ -165,6 +165,13 @@ def _forward_graph(x, weight, bias, residual, gate, eps, weight_offset, is_rms_n
     return out.reshape(x.shape), residual_out, (None, None)
 
 
+def _traces_autograd() -> bool:
+    """Whether Dynamo traces torch.autograd.grad into the graph (`trace_autograd_ops`): a gradient taken with
+    create_graph=True there does not differentiate an autograd.Function's backward (torch 2.13: wrong second-order
+    gradients, no error), so the norm traces as `_forward_graph`'s torch ops."""
+    return getattr(torch._dynamo.config, "trace_autograd_ops", False)
+
+
 def _jvp(h, weight, gate, x_t, weight_t, bias_t, residual_t, gate_t, meta):
     """Tangents of (y, residual_out) for tangents of (x, weight, bias, residual, gate); forward-mode AD.
 
@@ -313,7 +320,7 @@ def _norm_apply(x, weight, bias, residual, gate, *rest):
     """(y, residual_out, (mean, rstd)) for 2-D inputs; rest: NormFunction's non-tensor arguments, the
     call being planned (`normkit.calls`) or None last."""
     if torch.compiler.is_compiling():  # (dynamo folds it first)
-        if _transforms_active() or _forward_ad._current_level >= 0:
+        if _transforms_active() or _forward_ad._current_level >= 0 or _traces_autograd():
             return _forward_graph(x, weight, bias, residual, gate, *rest[:6])
         return _CompiledNormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _transforms_active():

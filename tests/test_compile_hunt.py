@@ -131,3 +131,26 @@ def test_compiled_autograd(norm, compiled_forward, device):
     with torch._dynamo.compiled_autograd._enable(torch.compile(backend="aot_eager")):
         got = gradients(forward, *primals)
     torch.testing.assert_close(got, gradients(_torch_norm, *primals), **TOL)
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_gradient_penalty_traced_by_dynamo(norm, device, monkeypatch):
+    """trace_autograd_ops (what Dynamo's error for torch.autograd.grad in a compiled function suggests) traces a
+    gradient penalty into one graph: an autograd.Function's backward there is no longer differentiated (a torch
+    limit), and the second-order gradients of x, weight and the residual came back wrong without an error."""
+    monkeypatch.setattr(torch._dynamo.config, "trace_autograd_ops", True)
+    primals, (dy, *_) = _inputs(device)
+
+    def penalty(fn):
+        def loss(x, weight, bias, residual):
+            y, _ = fn(norm, x, weight, bias, residual)
+            dx, dweight = torch.autograd.grad(y, (x, weight), dy, create_graph=True)
+            return (y * y).sum() + (dx * dx).sum() + (dweight * dweight).sum()
+        return loss
+
+    def gradients(loss) -> tuple:
+        leaves = [t.clone().requires_grad_() for t in primals]
+        return torch.autograd.grad(loss(*leaves), leaves)
+
+    got = gradients(torch.compile(penalty(_normkit_norm), backend="aot_eager", fullgraph=True))
+    torch.testing.assert_close(got, gradients(penalty(_torch_norm)), **TOL)
