@@ -41,7 +41,7 @@ from . import config as cfg
 from . import reference
 from ._runtime import interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count, uses_triton
 from .arguments import (bwd_arguments, bwd_flags, bwd_grid, bwd_tile, finish_arguments, fwd_arguments, fwd_flags,
-                        fwd_tile, head_count)
+                        fwd_tile, head_count, rows_to_fit)
 from .launch import build, launch
 from .variant import FALLBACK_BWD, FALLBACK_FWD, run_compiled
 
@@ -187,7 +187,7 @@ def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate,
         _built(kernels().norm_fwd_kernel, args, options)
         launches[:] = [(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), args, options)]
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, rows_to_fit(m)), lambda: ("fwd", flags, x.dtype, out.dtype))
     return launches
 
 
@@ -248,7 +248,8 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
                 finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False)
                 launches.append((kernels().sum_partials_kernel, *finish))
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, rows_to_fit(m // heads)),
+                 lambda: ("bwd", flags, x.dtype, dy.dtype))
     return launches
 
 

@@ -154,3 +154,27 @@ def test_gradient_penalty_traced_by_dynamo(norm, device, monkeypatch):
 
     got = gradients(torch.compile(penalty(_normkit_norm), backend="aot_eager", fullgraph=True))
     torch.testing.assert_close(got, gradients(penalty(_torch_norm)), **TOL)
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_two_rows_marked_dynamic(heads, device):
+    """mark_dynamic on 2 rows (a head): the traced tile's guards bounded M by the power of two it falls below,
+    (1, 2], one value, and Dynamo refused ("specialized it to be a constant (2)"). Without heads one graph serves
+    2 to 4 rows (the per-head forward fits its tile to all 3·rows)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    g = torch.Generator().manual_seed(6)
+    weight = torch.randn(heads, N, generator=g, dtype=torch.float64).to(device).squeeze(0)
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(lambda x: normkit.rms_norm(x, weight), backend=counter, fullgraph=True)
+    for rows in (2, 3, 4):
+        x = torch.randn(rows, heads, N, generator=g, dtype=torch.float64).to(device).squeeze(1)
+        dy = torch.randn(x.shape, generator=g, dtype=torch.float64).to(device)
+        leaves = [x.clone().requires_grad_() for _ in range(2)]
+        torch._dynamo.mark_dynamic(leaves[0], 0)
+        got = compiled(leaves[0])
+        expected = (F.rms_norm(leaves[1].view(rows, heads, N), (N,), eps=1e-6) * weight).view(x.shape)
+        torch.testing.assert_close(got, expected, **TOL)
+        gradients = [torch.autograd.grad(y, leaf, dy) for y, leaf in zip((got, expected), leaves)]
+        torch.testing.assert_close(*gradients, **TOL)
+    assert heads > 1 or counter.frame_count == 1
