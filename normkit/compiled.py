@@ -18,7 +18,8 @@ A symbolic row count M (`mark_dynamic`, `dynamic=True` with the weight a module'
 automatic dynamic shapes after a second M) traces too: the grids, the kernels' M and partial buffers that
 follow the grid are symbolic, and what M decides becomes a guard true of every large M — M ≥ BLOCK_M and
 row blocks > slots (the backward's grid is every slot) —, smaller M guarding on the power of two they fall
-below. LayerNorm's EVEN_ROWS is on only where no guard is needed (BLOCK_M = 1).
+below (2 ≤ M ≤ 4 the smallest range: `arguments.rows_to_fit`). LayerNorm's EVEN_ROWS is on only where no guard
+is needed (BLOCK_M = 1).
 
 The body calls the opaque op instead where this path cannot express the launch: a symbolic N, parameter
 shape or stride, M = 0, split-row tiles (every program resident, an exchange buffer zeroed per call),
