@@ -37,6 +37,12 @@ def resident(kernel, device: torch.device) -> Optional[int]:
 _STREAM_MIN_N = 2048  # the forward's evict_first rows (launch_fwd)
 
 
+def rows_to_fit(m):
+    """M as BLOCK_M is fitted to it: an int as it is; a symbolic M (torch.compile) no less than 3, so the smallest
+    range its guards give is 2 ≤ M ≤ 4 (BLOCK_M 4) — (1, 2] would be M = 2 alone, which mark_dynamic refuses."""
+    return m if type(m) is int else torch.sym_max(m, 3)
+
+
 def fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm: bool, heads: int, sms: int,
              config: Optional[cfg.TileConfig] = None) -> cfg.TileConfig:
     """The forward's tile: `config` (checked) or the heuristics' pick, fitted to M (which may be symbolic)."""
@@ -50,7 +56,8 @@ def fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm: bo
                                                        out_element_size=out.element_size(),
                                                        residual_element_size=max(
                                                            (t.element_size() for t in (residual, residual_out)
-                                                            if t is not None), default=0), device=target(x.device)), m)
+                                                            if t is not None), default=0), device=target(x.device)),
+                          rows_to_fit(m))
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     check_gate_config(gate, config)
@@ -121,7 +128,7 @@ def bwd_tile(x, dbias, dresidual_out, rstd, gate, is_rms_norm: bool, heads: int,
                                        device=target(x.device))
     if gate is not None and config is None:
         picked = gated_backward_tile(picked)
-    config = cfg.fit_block_m(picked, m // heads)
+    config = cfg.fit_block_m(picked, rows_to_fit(m // heads))
     check_gate_config(gate, config)
     forward_only = [f for f in ("reload", "column_stages", "centered_pass", "hold_weight") if getattr(config, f)
                     and not (f == "reload" and config.split)]  # the backward's split parts re-read too

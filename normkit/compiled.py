@@ -18,7 +18,8 @@ A symbolic row count M (`mark_dynamic`, `dynamic=True` with the weight a module'
 automatic dynamic shapes after a second M) traces too: the grids, the kernels' M and partial buffers that
 follow the grid are symbolic, and what M decides becomes a guard true of every large M — M ≥ BLOCK_M and
 row blocks > slots (the backward's grid is every slot) —, smaller M guarding on the power of two they fall
-below. LayerNorm's EVEN_ROWS is on only where no guard is needed (BLOCK_M = 1).
+below (2 ≤ M ≤ 4 the smallest range: `arguments.rows_to_fit`). LayerNorm's EVEN_ROWS is on only where no guard
+is needed (BLOCK_M = 1).
 
 The body calls the opaque op instead where this path cannot express the launch: a symbolic N, parameter
 shape or stride, M = 0, split-row tiles (every program resident, an exchange buffer zeroed per call),
@@ -41,7 +42,7 @@ from . import config as cfg
 from . import reference
 from ._runtime import interpret, interpreter_rounds_to_nearest, kernels, multiprocessor_count, uses_triton
 from .arguments import (bwd_arguments, bwd_flags, bwd_grid, bwd_tile, finish_arguments, fwd_arguments, fwd_flags,
-                        fwd_tile, head_count)
+                        fwd_tile, head_count, rows_to_fit)
 from .launch import build, launch
 from .variant import FALLBACK_BWD, FALLBACK_FWD, run_compiled
 
@@ -81,6 +82,8 @@ def traceable(kernel):
         def cache_key(self) -> str:  # (the helpers it calls are interpreted: Triton's hash refuses them)
             return f"normkit-interpreted:{self.fn.__qualname__}"
 
+        # (Dynamo never traces the interpreter: a graph that breaks at the launch, compiled autograd's, runs it)
+        @torch.compiler.disable
         def run(self, *args, grid, warmup, **options):
             if not warmup:  # (num_warps, num_stages: the interpreter has no use for them)
                 launch(kernel, grid, *args, **{k: v for k, v in options.items() if k in self.arg_names})
@@ -185,7 +188,7 @@ def fwd_launches(x, out, residual_out, mean, rstd, weight, bias, residual, gate,
         _built(kernels().norm_fwd_kernel, args, options)
         launches[:] = [(kernels().norm_fwd_kernel, (cfg.cdiv(m, config.block_m),), args, options)]
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, m), lambda: ("fwd", flags, x.dtype, out.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_FWD, rows_to_fit(m)), lambda: ("fwd", flags, x.dtype, out.dtype))
     return launches
 
 
@@ -246,7 +249,8 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
                 finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False)
                 launches.append((kernels().sum_partials_kernel, *finish))
 
-    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, m // heads), lambda: ("bwd", flags, x.dtype, dy.dtype))
+    run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, rows_to_fit(m // heads)),
+                 lambda: ("bwd", flags, x.dtype, dy.dtype))
     return launches
 
 

@@ -101,7 +101,8 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
         dh, dweight, dbias = dresidual_out, None, None
     elif graph:
         dh, dweight, dbias, *dgate = _backward_graph(h, weight, gate, dout, dresidual_out, ctx.meta)
-    elif ctx.meta[10] is not None:  # a planned call (normkit.calls)
+    # a planned call (normkit.calls); not while compiled autograd traces this backward: its launch is no op
+    elif ctx.meta[10] is not None and not torch.compiler.is_compiling():
         dh, dweight, dbias, *dgate = ctx.meta[10].backward(h, weight, gate, mean, rstd, dout, dresidual_out,
                                                            bias_shape, bias_dtype, x_hat_dtype)
     else:
@@ -147,6 +148,28 @@ def _backward_graph(h, weight, gate, dout, dresidual_out, meta):
     if gate is not None:
         grads[2] = grads[2].reshape(h.shape)
     return (dh.reshape(h.shape), *grads)
+
+
+def _forward_graph(x, weight, bias, residual, gate, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype,
+                   x_hat_dtype):
+    """NormFunction's outputs from differentiable torch ops (`reference.norm_fwd`), for torch.compile under a
+    torch.func transform or forward-mode AD: Dynamo traces the Function's forward alone there, and the op inside
+    it has no derivative (jvp's tangents came back zeros, grad refused)."""
+    heads = _heads(weight, None if bias is None else bias.shape)
+    out, h, _, _ = reference.norm_fwd(
+        _per_head(x, heads), weight, bias, _per_head(residual, heads), eps=eps, is_rms_norm=is_rms_norm,
+        weight_offset=weight_offset, out_dtype=out_dtype, residual_dtype=residual_dtype, x_hat_dtype=x_hat_dtype,
+        gate=_per_head(gate, heads), create_graph=True)
+    stored = residual_dtype or (residual.dtype if residual is not None else x.dtype)
+    residual_out = h.reshape(x.shape) if residual is not None or stored != x.dtype else None
+    return out.reshape(x.shape), residual_out, (None, None)
+
+
+def _traces_autograd() -> bool:
+    """Whether Dynamo traces torch.autograd.grad into the graph (`trace_autograd_ops`): a gradient taken with
+    create_graph=True there does not differentiate an autograd.Function's backward (torch 2.13: wrong second-order
+    gradients, no error), so the norm traces as `_forward_graph`'s torch ops."""
+    return getattr(torch._dynamo.config, "trace_autograd_ops", False)
 
 
 def _jvp(h, weight, gate, x_t, weight_t, bias_t, residual_t, gate_t, meta):
@@ -297,6 +320,8 @@ def _norm_apply(x, weight, bias, residual, gate, *rest):
     """(y, residual_out, (mean, rstd)) for 2-D inputs; rest: NormFunction's non-tensor arguments, the
     call being planned (`normkit.calls`) or None last."""
     if torch.compiler.is_compiling():  # (dynamo folds it first)
+        if _transforms_active() or _forward_ad._current_level >= 0 or _traces_autograd():
+            return _forward_graph(x, weight, bias, residual, gate, *rest[:6])
         return _CompiledNormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _transforms_active():
         return NormFunction.apply(x, weight, bias, residual, gate, *rest)
