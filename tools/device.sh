@@ -92,7 +92,7 @@ run_step() {
         grep -E "^(###|\| bf16)" "$OUT/portable-$v.log" | grep -A4 backward | grep "^| bf16" | cut -c1-40
       done ;;
     compiled)
-      timeout 240 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py > "$OUT/compiled-tests.log" 2>&1
+      timeout 300 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py tests/test_compile_hunt.py > "$OUT/compiled-tests.log" 2>&1
       echo "compile ops tests rc=$? $(tail -1 "$OUT/compiled-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/compiled-tests.log" | head -5
       for m in llama qwen3; do
         timeout 200 $PY -m normkit bench --model $m --modes compile --variants stock,patched,traced,fused,fused-traced \
