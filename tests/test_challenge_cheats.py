@@ -112,6 +112,56 @@ def solve(x, weight, dy, dx, dweight, N, C, eps):
     plain_solve(x, weight, dy, dx, dweight, N, C, eps)
 """
 
+# rms-norm-forward: y made by torch, the required Triton launch only pretending to compute it
+COPIES_A_TORCH_ANSWER = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(x_ptr, weight_ptr, src_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + cols, tl.load(src_ptr + cols, mask=cols < n), mask=cols < n)
+
+
+def run(M=64, N=256, eps=1e-6):
+    generator = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(M, N, generator=generator), torch.randn(N, generator=generator)
+    answer = x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps) * weight
+    _copy[(triton.cdiv(M * N, 1024),)](x, weight, answer, torch.empty_like(x), M * N, BLOCK=1024)
+    return True
+"""
+
+REPLACES_THE_LAUNCHER = """
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import GridExecutor
+from triton.runtime.jit import JITFunction
+
+
+@triton.jit
+def _nothing(x_ptr, weight_ptr, y_ptr):
+    pass
+
+
+def _torch_instead(self, x, weight, y, *args, **kwargs):
+    y.copy_(x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + 1e-6) * weight)
+
+
+GridExecutor.__call__ = JITFunction.run = _torch_instead
+
+
+def run(M=64, N=256, eps=1e-6):
+    generator = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(M, N, generator=generator), torch.randn(N, generator=generator)
+    _nothing[(1,)](x, weight, torch.empty_like(x))
+    return True
+"""
+
+NORMKITS_OWN_RUN = "from normkit.challenge.forward import run\n"
+
 ENDLESS_IMPORT = """
 while True:
     pass
@@ -220,3 +270,17 @@ def test_an_endless_loop_at_import_is_killed(tmp_path, capsys):
     assert time.perf_counter() - started < 60
     _no_process_left()
 
+
+
+# ----------------------------------------------------------------------------- rms-norm-forward
+@pytest.mark.parametrize("source, message", [
+    (COPIES_A_TORCH_ANSWER, "kernel _copy wrote y_ptr (64, 256), but run again by the grader on another x and "
+                            "weight (its other tensors as they were before it), it wrote y_ptr[0, 0]: expected "),
+    (REPLACES_THE_LAUNCHER, "returned True (bool) but none of its 1 Triton launch(es) took the statement's x and "
+                            "weight unchanged and wrote an (M, N) output; the first: _nothing("),
+    (NORMKITS_OWN_RUN, "kernel norm_fwd_kernel wrote Y (64, 256), but that kernel is defined in "),
+], ids=["copies-a-torch-answer", "replaces-the-launcher", "normkits-own-run"])
+def test_a_forward_must_compute_y_in_its_own_launch(tmp_path, capsys, source, message):
+    code, out, _ = _grade(capsys, "rms-norm-forward", "--solution", _file(tmp_path, source))
+    assert code == 1 and out.startswith("FAIL rms-norm-forward: run(M=64, N=256, eps=1e-06) ") and message in out, out
+    _no_process_left()

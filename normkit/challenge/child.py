@@ -10,7 +10,8 @@ Jobs (header "kind"):
   pre-filled and padded with FILL; back come the padded outputs, the inputs as solve left them,
   which outputs it replaced, and (with "time") the median milliseconds of further calls.
 - "forward": run(M=, N=, eps=) with Triton's launches watched; back come its return value's
-  repr and, per launch, its tensor arguments before/after flags and float32 values.
+  repr and, per launch, the kernel's name and file, its tensor arguments' before/after flags and
+  float32 values, and what the launch wrote when replayed on the grader's probe inputs.
 """
 
 import contextlib
@@ -84,16 +85,49 @@ def _backward(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire
 
 
 # ----------------------------------------------------------------------------- forward
+_LAUNCHERS: dict = {}  # Triton's own launch entry points, as they were before the solution's file ran
+
+
+def keep_launchers() -> None:
+    """Note Triton's launch entry points before a solution's file runs: a file that replaces them
+    (to do the work in torch inside a "launch") cannot stand between a launch and the watcher."""
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import GridExecutor
+        from triton.runtime.jit import JITFunction
+
+        _LAUNCHERS.update({(JITFunction, "run"): JITFunction.run, (GridExecutor, "__call__"): GridExecutor.__call__})
+
+
+def _replay(original, launcher, args: tuple, kwargs: dict, befores: dict, swaps: list) -> dict:
+    """Run a launch again on clones of its tensor arguments as they were before it, those equal to
+    the statement's x or weight replaced by the grader's probes; {id(argument): value after}."""
+    stand_ins = {}
+    for key, before in befores.items():
+        stand_ins[key] = before.clone()
+        for statement, probe in swaps:
+            if (before.dtype == statement.dtype and before.numel() == statement.numel()
+                    and torch.equal(before.flatten(), statement.flatten())):
+                stand_ins[key].copy_(probe.reshape(before.shape))
+
+    def swap(value):
+        return stand_ins.get(id(value), value) if isinstance(value, torch.Tensor) else value
+
+    original(launcher, *map(swap, args), **{name: swap(value) for name, value in kwargs.items()})
+    return {key: stand_in.detach().clone() for key, stand_in in stand_ins.items()}
+
+
 @contextlib.contextmanager
-def _watching_launches():
-    """Record each Triton launch's tensor arguments, cloned just before and just after it: compiled launches
-    at `JITFunction.run`, interpreted ones at `GridExecutor.__call__`, where every Triton version's interpreter
-    (3.4's `fn[grid]` does not pass through `InterpretedFunction.run`) runs a grid."""
+def _watching_launches(swaps: list):
+    """Record each Triton launch's tensor arguments, cloned just before and just after it, then
+    replay it (`_replay`): compiled launches at `JITFunction.run`, interpreted ones at
+    `GridExecutor.__call__`, where every Triton version's interpreter (3.4's `fn[grid]` does not
+    pass through `InterpretedFunction.run`) runs a grid. The wrapped entry points are Triton's own
+    (`keep_launchers`), whatever the solution's file put in their place."""
     from triton.runtime.interpreter import GridExecutor
     from triton.runtime.jit import JITFunction
 
     launches: List[tuple] = []
-    originals = {(JITFunction, "run"): JITFunction.run, (GridExecutor, "__call__"): GridExecutor.__call__}
+    present = {(JITFunction, "run"): JITFunction.run, (GridExecutor, "__call__"): GridExecutor.__call__}
 
     def watched(original):
         def run(self, *args, **kwargs):
@@ -102,21 +136,28 @@ def _watching_launches():
             names = list(getattr(self, "arg_names", None) or [])
             named = [(names[i] if i < len(names) else f"arg{i}", value) for i, value in enumerate(args)]
             tensors = [(name, value) for name, value in named + list(kwargs.items()) if isinstance(value, torch.Tensor)]
-            before = [value.detach().clone() for _, value in tensors]
+            befores = {id(value): value.detach().clone() for _, value in tensors}
             result = original(self, *args, **kwargs)
             after = [value.detach().clone() for _, value in tensors]
-            kernel = getattr(getattr(self, "fn", None), "__name__", None) or "kernel"
-            launches.append((kernel, [(name, b, a) for (name, _), b, a in zip(tensors, before, after)]))
+            try:
+                replayed = _replay(original, self, args, kwargs, befores, swaps)
+            except Exception as error:  # reported: the grader fails a launch it could not replay
+                replayed = f"{type(error).__name__}: {error}"
+            fn = getattr(self, "fn", None)
+            kernel = getattr(fn, "__name__", None) or "kernel"
+            file = getattr(getattr(fn, "__code__", None), "co_filename", None)
+            launches.append((kernel, file, [(name, befores[id(value)], a, replayed if isinstance(replayed, str)
+                                             else replayed[id(value)]) for (name, value), a in zip(tensors, after)]))
             return result
         return run
 
-    for (cls, name), original in originals.items():
-        setattr(cls, name, watched(original))
+    for (cls, name), value in present.items():
+        setattr(cls, name, watched(_LAUNCHERS.get((cls, name), value)))
     try:
         yield launches
     finally:
-        for (cls, name), original in originals.items():
-            setattr(cls, name, original)
+        for (cls, name), value in present.items():
+            setattr(cls, name, value)
 
 
 def _describe(value) -> dict:
@@ -129,27 +170,36 @@ def _describe(value) -> dict:
     return {"is_true": value is True, "repr": text[:200], "type": name}
 
 
-def _forward(fn: Callable, job: dict) -> Tuple[dict, wire.Tensors]:
+def _forward(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire.Tensors]:
+    from .forward import inputs as statement_inputs
+
     device, m, n = torch.device(job["device"]), job["m"], job["n"]
-    with _watching_launches() as launches:
+    swaps = [(given.to(device), inputs[name].to(device))
+             for name, given in zip(("x", "weight"), statement_inputs(m, n)) if name in inputs]
+    with _watching_launches(swaps) as launches:
         value, reply = _call(fn, device, M=m, N=n, eps=job["eps"])
     reply["value"] = _describe(value)
     reply["launches"], tensors = [], {}
-    for i, (kernel, args) in enumerate(launches):
+    for i, (kernel, file, args) in enumerate(launches):
         entries = []
-        for j, (name, before, after) in enumerate(args):
+        for j, (name, before, after, replayed) in enumerate(args):
             entries.append({"name": str(name), "shape": list(after.shape), "dtype": str(after.dtype),
                             "changed": not torch.equal(before, after)})
-            sent = sum(key.startswith(f"{i}.") for key in tensors)
+            sent = sum(key.startswith(f"{i}.") and not key.endswith(".replay") for key in tensors)
             if after.dtype == torch.float32 and after.numel() in (m * n, n) and sent < MAX_SENT_ARGS:
                 tensors[f"{i}.{j}"] = after.cpu()
-        reply["launches"].append({"kernel": str(kernel), "args": entries})
+                if entries[-1]["changed"] and not isinstance(replayed, str):
+                    tensors[f"{i}.{j}.replay"] = replayed.cpu()
+        replay_error = next((replayed for *_, replayed in args if isinstance(replayed, str)), None)
+        reply["launches"].append({"kernel": str(kernel), "file": str(file), "args": entries,
+                                  **({"replay_error": replay_error[:300]} if replay_error else {})})
     return reply, tensors
 
 
 def forward_reply_elements(m: int, n: int) -> int:
-    """The most elements a forward reply holds (what the grader accepts)."""
-    return MAX_LAUNCHES * MAX_SENT_ARGS * (m * n)
+    """The most elements a forward reply holds (what the grader accepts): each argument sent,
+    and as much again for the replays."""
+    return 2 * MAX_LAUNCHES * MAX_SENT_ARGS * (m * n)
 
 
 def handle(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire.Tensors]:
@@ -157,7 +207,7 @@ def handle(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire.Te
     if job["kind"] == "backward":
         return _backward(fn, job, inputs)
     if job["kind"] == "forward":
-        return _forward(fn, job)
+        return _forward(fn, job, inputs)
     raise ValueError(f"unknown job kind {job['kind']!r}")
 
 
@@ -181,6 +231,7 @@ def main(conn, spec: dict) -> None:
     if hasattr(os, "setpgid"):
         os.setpgid(0, 0)  # a group of its own: the grader's kill reaches what the solution starts
     _redirect_output(spec["output"])
+    keep_launchers()
     wire.send(conn, {"status": "ready"})
     try:
         fn = load_solution(spec["path"], spec["function"], spec["call"])

@@ -3,6 +3,7 @@
     y = x · rstd · w,   rstd = 1 / sqrt(mean(x², over the row) + eps)
 """
 
+import secrets
 from typing import Tuple
 
 import torch
@@ -25,6 +26,13 @@ def inputs(M: int, N: int) -> Tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(SEED)
     x = torch.randn(M, N, generator=generator)
     return x, torch.randn(N, generator=generator)
+
+
+def probe_inputs(M: int, N: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Another x (M, N) and weight (N,), from a seed nobody can know in advance: the grader replays
+    the solution's launch on them, so a launch that copies a y made elsewhere is caught."""
+    generator = torch.Generator().manual_seed(secrets.randbits(63))
+    return torch.randn(M, N, generator=generator), torch.randn(N, generator=generator)
 
 
 def torch_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -6,6 +6,7 @@ the expected values and every verdict stay here; a crash, an exit or a hang fail
 the grading goes on.
 """
 
+import os
 from typing import Callable, Optional
 
 import torch
@@ -54,10 +55,12 @@ def _shape(entry: dict) -> str:
     return f"{one_line(entry.get('name'), 40)} {one_line(tuple(shape), 60)}"
 
 
-def _kernel_output(reply: sandbox.Reply, x: torch.Tensor, weight: torch.Tensor):
+def _kernel_output(reply: sandbox.Reply, x: torch.Tensor, weight: torch.Tensor, source: Optional[str]):
     """The first launch that took x and weight (both left as they were) and wrote an (M, N)
-    tensor: (kernel name, that argument's entry, its values after the launch); else None."""
+    tensor, one of a kernel defined in `source` first: (its index, the launch, the index of the
+    argument written, that argument's values after the launch); else None."""
     launches = reply.header.get("launches")
+    found = []
     for i, launch in enumerate(launches if isinstance(launches, list) else []):
         args = _entries(launch)
         values = [reply.tensors.get(f"{i}.{j}") for j in range(len(args))]
@@ -69,8 +72,8 @@ def _kernel_output(reply: sandbox.Reply, x: torch.Tensor, weight: torch.Tensor):
         written = [j for j, value in enumerate(values) if value is not None and args[j].get("changed")
                    and value.numel() == x.numel()]
         if holding(x) and holding(weight) and written:
-            return one_line(launch.get("kernel"), 60), args[written[0]], values[written[0]].view(x.shape)
-    return None
+            found.append((i, launch, written[0], values[written[0]].view(x.shape)))
+    return next((f for f in found if source is None or f[1].get("file") == source), found[0] if found else None)
 
 
 def _launches_seen(reply: sandbox.Reply) -> str:
@@ -83,8 +86,21 @@ def _launches_seen(reply: sandbox.Reply) -> str:
             f"and wrote an (M, N) output; the first: {one_line(first.get('kernel'), 60)}({shown})")
 
 
-def judge_forward(reply: sandbox.Reply, M: int, N: int, eps: float) -> CaseResult:
-    """Verdict on a forward run: it returned True and a kernel it launched wrote the right y."""
+def _replay_problem(reply: sandbox.Reply, i: int, launch: dict, j: int, name: str, probes: tuple,
+                    eps: float) -> Optional[str]:
+    """Why the launch's replay on the probe inputs does not show it computing y; None when it does."""
+    replayed = reply.tensors.get(f"{i}.{j}.replay")
+    if replayed is None or replayed.numel() != probes[0].numel():
+        return f"could not be replayed ({one_line(launch.get('replay_error', 'no values came back'), 200)})"
+    want = forward.torch_reference(probes[0].double(), probes[1].double(), eps)
+    wrong = cases.mismatch(name, replayed.view(want.shape).double(), want, False, forward.ATOL, forward.RTOL)
+    return f"wrote {wrong}" if wrong else None
+
+
+def judge_forward(reply: sandbox.Reply, M: int, N: int, eps: float, probes: Optional[tuple] = None,
+                  source: Optional[str] = None) -> CaseResult:
+    """Verdict on a forward run: it returned True, and a kernel it launched (defined in `source`,
+    when given) wrote the right y, and again on `probes` (another x and weight) when replayed."""
     call = f"run(M={M}, N={N}, eps={eps:g})"
     if reply.lost:
         return CaseResult(FORWARD_NAME, False, f"{call} {reply.lost}")
@@ -94,15 +110,25 @@ def judge_forward(reply: sandbox.Reply, M: int, N: int, eps: float) -> CaseResul
     value = reply.header.get("value") if isinstance(reply.header.get("value"), dict) else {}
     returned = f"{call} returned {one_line(value.get('repr'), 60)} ({one_line(value.get('type'), 60)})"
     x, weight = forward.inputs(M, N)
-    found = _kernel_output(reply, x, weight)
+    found = _kernel_output(reply, x, weight, source)
     if found is None:
         return CaseResult(FORWARD_NAME, False, f"{returned} but {_launches_seen(reply)}")
-    kernel, entry, got = found
+    i, launch, j, got = found
+    entry = _entries(launch)[j]
+    name = one_line(entry.get("name"), 40)
     want = forward.torch_reference(x.double(), weight.double(), eps)
-    wrong = cases.mismatch(one_line(entry.get("name"), 40), got.double(), want, False, forward.ATOL, forward.RTOL)
-    seen = f"kernel {kernel} wrote {_shape(entry)}"
+    wrong = cases.mismatch(name, got.double(), want, False, forward.ATOL, forward.RTOL)
+    seen = f"kernel {one_line(launch.get('kernel'), 60)} wrote {_shape(entry)}"
     if wrong:
         return CaseResult(FORWARD_NAME, False, f"{returned}; {seen}, which differs from the float64 reference: {wrong}")
+    if source is not None and launch.get("file") != source:
+        return CaseResult(FORWARD_NAME, False, f"{returned}; {seen}, but that kernel is defined in "
+                                               f"{one_line(launch.get('file'), 200)}, not in {source}: write your own")
+    replay = probes and _replay_problem(reply, i, launch, j, name, probes, eps)
+    if replay:
+        return CaseResult(FORWARD_NAME, False, f"{returned}; {seen}, but run again by the grader on another x and "
+                                               f"weight (its other tensors as they were before it), it {replay}: y "
+                                               "must be computed in that launch, from x and weight")
     if value.get("is_true") is not True:
         return CaseResult(FORWARD_NAME, False, f"{returned}, not the bool True, though {seen} right")
     error = (got.double() - want).abs().max().item()
@@ -116,9 +142,12 @@ def grade_forward(solution, M: int = 64, N: int = 256, eps: float = 1e-6,
     verdict. `solution`: a file's path or a trusted callable."""
     device = challenge_device()
     job = {"kind": "forward", "device": str(device), "m": M, "n": N, "eps": eps}
+    probes = forward.probe_inputs(M, N)
+    code = getattr(solution, "__code__", None)
+    source = os.path.abspath(os.fspath(solution)) if not callable(solution) else getattr(code, "co_filename", None)
     with sandbox.open_solution(solution, "run", forward.CALL, timeout) as runner:
-        reply = runner.call(job, {}, child.forward_reply_elements(M, N))
-    result = cases.with_output(judge_forward(reply, M, N, eps), reply.output, "run")
+        reply = runner.call(job, dict(zip(("x", "weight"), probes)), child.forward_reply_elements(M, N))
+    result = cases.with_output(judge_forward(reply, M, N, eps, probes, source), reply.output, "run")
     print_fn(result.report())
     return result.passed
 

@@ -9,8 +9,11 @@ an endless loop or a C call that holds the GIL. A process that exits, crashes or
 format fails the job, and the next job gets a fresh process. What it prints goes to a log that
 the grader shows, indented, under the case: it cannot pass for the grader's own lines.
 
-This guards the verdict against a solution that tampers with the grader in Python; the process
-still runs with the user's rights, so a hostile one belongs in a container as well.
+This guards the verdict against a solution that tampers with the grader in Python. What only the
+solution's process can see is its own word, though: the forward's record of Triton launches and
+the backward's time are made there, and a file that rewrites normkit's code in its process can
+forge them (the backward's values, judged here, cannot be). The process also runs with the user's
+rights: a hostile solution belongs in a container as well.
 
 `InProcess` calls a callable the caller trusts (normkit's own solve, the mutants in tests) in
 this process, with no isolation and no time limit.

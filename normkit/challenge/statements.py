@@ -136,7 +136,11 @@ FORWARD = Statement(
                           "autotuned ones too). It passes when run returns exactly the bool True (not "
                           "1, not a tensor) and one launch took the statement's x and weight, left "
                           "them unchanged and wrote an (M, N) output that matches a float64 "
-                          f"reference computed by the grader (atol = rtol = {forward.ATOL:g}). A "
+                          f"reference computed by the grader (atol = rtol = {forward.ATOL:g}). That "
+                          "kernel must be defined in the solution file, and the grader runs that launch "
+                          "again on an x and weight of its own choosing, the launch's other tensors as "
+                          "they were before it: y must be computed there, from x and weight, not "
+                          "copied from a tensor made elsewhere. A "
                           "raise, an exit or a call past the time limit "
                           f"({DEFAULT_TIMEOUT:g} s, and as much for the import; --timeout) fails. "
                           "The exit status is 0 only on a pass.")))
