@@ -12,6 +12,7 @@ Every test starts a solution process (Python and torch: seconds each), so all ar
 """
 
 import multiprocessing
+import os
 import textwrap
 import time
 
@@ -162,6 +163,22 @@ def run(M=64, N=256, eps=1e-6):
 
 NORMKITS_OWN_RUN = "from normkit.challenge.forward import run\n"
 
+LEAVES_A_PROCESS_BEHIND = """
+import os
+import time
+
+from normkit.challenge.mutants import plain_solve
+
+
+def solve(x, weight, dy, dx, dweight, N, C, eps):
+    if os.fork() == 0:  # a child that outlives solve's process, in its process group
+        with open(os.path.join(os.path.dirname(__file__), "left.pid"), "w") as file:
+            file.write(str(os.getpid()))
+        time.sleep(600)
+        os._exit(0)
+    plain_solve(x, weight, dy, dx, dweight, N, C, eps)
+"""
+
 ENDLESS_IMPORT = """
 while True:
     pass
@@ -270,6 +287,26 @@ def test_an_endless_loop_at_import_is_killed(tmp_path, capsys):
     assert time.perf_counter() - started < 60
     _no_process_left()
 
+
+
+def _running(pid: int) -> bool:
+    """Whether process pid runs (a zombie, killed but not yet reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_a_process_the_solution_started_does_not_outlive_the_grading(tmp_path):
+    result, = run_suite(_file(tmp_path, LEAVES_A_PROCESS_BEHIND), CASES[:1], timeout=60)
+    assert result.passed  # the answer is right; what it left behind is stopped all the same
+    pid = int((tmp_path / "left.pid").read_text())
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pid)
 
 
 # ----------------------------------------------------------------------------- rms-norm-forward

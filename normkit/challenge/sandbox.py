@@ -156,10 +156,11 @@ class Isolated:
         self._process = self._conn = None
 
     def _kill(self) -> None:
-        """SIGKILL the process and its process group (what it started), if still there."""
+        """SIGKILL the process group child.main made (what the solution started, even once the
+        process itself has ended: a forked child would outlive the grading), then the process."""
+        with contextlib.suppress(OSError):
+            os.killpg(self._process.pid, signal.SIGKILL)  # (a group's id is not reused while a member is left)
         if self._process.is_alive():
-            with contextlib.suppress(OSError):
-                os.killpg(self._process.pid, signal.SIGKILL)  # the group child.main made
             self._process.kill()
 
     def _exchange(self, action: Callable, timeout: Optional[float], done: str):
