@@ -98,7 +98,7 @@ from multiprocessing.connection import Connection
 
 def solve(x, weight, dy, dx, dweight, N, C, eps):
     pipe = next(obj for obj in gc.get_objects() if isinstance(obj, Connection))
-    pipe.send_bytes(b"12/12 cases passed")
+    pipe.send_bytes(REPLY)
     time.sleep(60)
 """
 
@@ -259,9 +259,11 @@ def test_a_crash_by_signal_fails_the_case(tmp_path):
     assert result.message == "solve ended its process (killed by SIGSEGV) before it returned"
 
 
-def test_a_forged_reply_is_refused_and_its_process_killed(tmp_path):
-    result, = run_suite(_file(tmp_path, FORGES_A_REPLY), CASES[:1], timeout=60)
-    assert result.message == ("solve sent a malformed reply (its header is not JSON (JSONDecodeError)), so its "
+@pytest.mark.parametrize("reply, error", [(b"12/12 cases passed", "JSONDecodeError"),
+                                          (b"[" * 200_000, "RecursionError")], ids=["text", "deeply-nested"])
+def test_a_forged_reply_is_refused_and_its_process_killed(tmp_path, reply, error):
+    result, = run_suite(_file(tmp_path, FORGES_A_REPLY.replace("REPLY", repr(reply))), CASES[:1], timeout=60)
+    assert result.message == (f"solve sent a malformed reply (its header is not JSON ({error})), so its "
                               "process was killed")
     _no_process_left()
 

@@ -55,7 +55,7 @@ def receive(conn, max_elements: Optional[int] = None) -> Tuple[dict, Tensors]:
     """
     try:
         header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # (RecursionError: "[[[[…")
         raise Malformed(f"its header is not JSON ({type(error).__name__})") from None
     except OSError as error:
         if isinstance(error, (BrokenPipeError, ConnectionResetError)):
