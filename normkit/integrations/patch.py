@@ -4,7 +4,8 @@ Each recognised module keeps its identity, Parameters, buffers, hooks and state_
 its class changes, to a subclass of the original that overrides `forward` (so `isinstance` with
 the original class still holds, and an optimizer built before patching keeps working). For
 inputs normkit does not take (an integer tensor, float64 mixed with lower precision, a weight
-that only broadcasts), the patched forward calls the original one.
+that only broadcasts; float64 for Hugging Face norms, which compute in float32), the patched forward
+calls the original one.
 
 Recognised (the replacement computes what the original computes, rounding included):
 - `torch.nn.RMSNorm`, `torch.nn.LayerNorm` and subclasses that keep their forward
@@ -157,12 +158,17 @@ def _runs_on_normkit(x, *params) -> bool:
     return True
 
 
+def _runs_on_recipe(x, *params) -> bool:
+    """`_runs_on_normkit`, and x is not float64: Hugging Face's forwards round it to float32 first."""
+    return _runs_on_normkit(x, *params) and x.dtype != torch.float64
+
+
 def run_recipe(module: torch.nn.Module, x, recipe: hf.Recipe, original, residual=None):
     """`recipe` on `module`'s weight and epsilon through normkit; `original(module, x)` for inputs
     normkit does not take. With a `residual`: (y, h) for h = residual + x, added inside the norm
     (fused decoder layers, decoder.py). Shared by patched classes and the `kernels` hub layers (`hub.py`)."""
     weight = recipe.weight(module)
-    if (not _runs_on_normkit(x, weight, residual) or (weight is not None and weight.shape != x.shape[-1:])
+    if (not _runs_on_recipe(x, weight, residual) or (weight is not None and weight.shape != x.shape[-1:])
             or (residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype))):
         if residual is None:
             return original(module, x)
@@ -177,7 +183,7 @@ def run_gated_recipe(module: torch.nn.Module, x, gate, recipe: hf.Recipe, origin
     """A gated `recipe` (`hf.Recipe.gated`): y = norm(x)·silu(gate) through normkit; `original(module,
     x, gate)` without a gate, or for inputs normkit does not take."""
     weight = recipe.weight(module)
-    if (gate is None or not _runs_on_normkit(x, weight, gate) or gate.shape != x.shape
+    if (gate is None or not _runs_on_recipe(x, weight, gate) or gate.shape != x.shape
             or (weight is not None and weight.shape != x.shape[-1:])):
         return original(module, x, gate)
     return functional.rms_norm(x, weight, gate=gate, eps=getattr(module, recipe.eps_attr),

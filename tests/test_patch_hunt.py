@@ -1,0 +1,60 @@
+"""`normkit.patch` on inputs and usage paths the other patch tests do not reach, each against the stock
+module or model: float64 models (Hugging Face's forwards round to float32 inside)."""
+
+import copy
+
+import pytest
+import torch
+
+import normkit
+from normkit.integrations import decoder
+from tests.test_patch import GemmaRMSNorm, LlamaRMSNorm, Olmo2RMSNorm, _inputs, _randomise
+
+F64 = torch.float64
+
+
+def _stock_and_patched(module):
+    patched = copy.deepcopy(module)
+    assert normkit.patch(patched) == 1
+    return module, patched
+
+
+def _outputs_and_grads(module, inputs, dy):
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    y = module(*leaves)
+    grads = torch.autograd.grad(y, leaves + list(module.parameters()), dy)
+    return y, grads
+
+
+@pytest.mark.parametrize("cls,center", [(LlamaRMSNorm, 1.0), (GemmaRMSNorm, 0.1), (Olmo2RMSNorm, 1.0)])
+def test_float64_models_compute_what_stock_computes(cls, center, device):
+    """Hugging Face's forwards compute x̂ in float32 (`.to(torch.float32)`, `.float()`), also for a
+    float64 x: a patched float64 model gives stock's numbers, not a more precise float64 norm."""
+    stock, patched = _stock_and_patched(_randomise(cls(64, eps=1e-6), center).to(device=device, dtype=F64))
+    x, dy = _inputs((6, 64), F64, device)
+    y_stock, grads_stock = _outputs_and_grads(stock, [x], dy.to(device))
+    y, grads = _outputs_and_grads(patched, [x], dy.to(device))
+    assert y.dtype == F64
+    torch.testing.assert_close(y, y_stock, rtol=1e-12, atol=1e-12)
+    for a, b in zip(grads, grads_stock):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_float64_fused_pair_and_gated_norm_compute_what_stock_computes(device):
+    transformers = pytest.importorskip("transformers")
+    norm = _randomise(LlamaRMSNorm(64, eps=1e-6)).to(device=device, dtype=F64)
+    patched = copy.deepcopy(norm)
+    normkit.patch(patched)
+    x, residual = (torch.randn(6, 64, dtype=F64, generator=torch.Generator().manual_seed(s)).to(device) for s in (1, 2))
+    y, h = decoder.add_norm(patched, x, residual)
+    torch.testing.assert_close(h, residual + x, rtol=0, atol=0)
+    torch.testing.assert_close(y, norm(residual + x), rtol=1e-12, atol=1e-12)
+
+    gated = transformers.models.qwen3_next.modeling_qwen3_next.Qwen3NextRMSNormGated
+    stock, patched = _stock_and_patched(_randomise(gated(64, eps=1e-6)).to(device=device, dtype=F64))
+    gate = torch.randn(6, 64, dtype=F64, generator=torch.Generator().manual_seed(3)).to(device)
+    y_stock, grads_stock = _outputs_and_grads(stock, [x, gate], x)
+    y, grads = _outputs_and_grads(patched, [x, gate], x)
+    torch.testing.assert_close(y, y_stock, rtol=1e-12, atol=1e-12)
+    for a, b in zip(grads, grads_stock):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
