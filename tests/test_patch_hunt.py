@@ -58,3 +58,40 @@ def test_float64_fused_pair_and_gated_norm_compute_what_stock_computes(device):
     torch.testing.assert_close(y, y_stock, rtol=1e-12, atol=1e-12)
     for a, b in zip(grads, grads_stock):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_decoder_layer_with_renamed_arguments_is_not_fused(device):
+    """Recognition ignores local names, but callers pass a layer's arguments by keyword: a layer whose
+    code is Llama's with `attention_mask` called `mask` must not run the fused forward (which would
+    take `mask=` into **kwargs and attend without the mask)."""
+    transformers = pytest.importorskip("transformers")
+    from tests.test_fuse_residual import _model
+
+    class RenamedDecoderLayer(transformers.models.llama.modeling_llama.LlamaDecoderLayer):
+        def forward(self, hidden_states, mask=None, position_ids=None, cache=None, use_cache=False,
+                    position_embeddings=None, **kwargs):
+            residual = hidden_states
+            hidden_states = self.input_layernorm(hidden_states)
+            hidden_states, _ = self.self_attn(
+                hidden_states=hidden_states, attention_mask=mask, position_ids=position_ids, cache=cache,
+                use_cache=use_cache, position_embeddings=position_embeddings, **kwargs)
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = self.mlp(hidden_states)
+            hidden_states = residual + hidden_states
+            return hidden_states
+
+    model = _model("Llama", device=device)
+    model.model.layers[0].__class__ = RenamedDecoderLayer
+    stock = copy.deepcopy(model)
+    with pytest.warns(UserWarning, match="RenamedDecoderLayer at 'model.layers.0'"):
+        report = normkit.patch(model, fuse_residual=True)
+    assert report.fused == {"LlamaDecoderLayer": ["model.layers.1"]}
+    hidden_states = torch.randn(1, 6, 64, generator=torch.Generator().manual_seed(4)).to(device)
+    position_embeddings = model.model.rotary_emb(hidden_states, position_ids=torch.arange(6, device=device)[None])
+    mask = torch.full((6, 6), float("-inf"), device=device).triu(1)[None, None]
+    with torch.no_grad():
+        y, y_stock = (m.model.layers[0](hidden_states, mask=mask, position_embeddings=position_embeddings)
+                      for m in (model, stock))
+    torch.testing.assert_close(y, y_stock, rtol=1e-5, atol=1e-5)

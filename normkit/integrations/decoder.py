@@ -13,8 +13,8 @@ such a pair reads
     hidden_states, residual = add_norm(self.post_attention_layernorm, hidden_states, residual)
 
 Recognised, as `hf.py` recognises norms: a class named "…DecoderLayer" whose `forward` is, up to
-formatting, comments, annotations, decorators and local names, one of the `TEMPLATES` below (copied
-from transformers 5.25). The pairs in each, per layer:
+formatting, comments, annotations, decorators and local names (not its arguments': callers pass them by
+keyword), one of the `TEMPLATES` below (copied from transformers 5.25). The pairs in each, per layer:
 
     template   families (60+ more share the code)   residual add → the norm it feeds (fused)
     pre_norm   Llama, Mistral, Qwen2, Qwen3, Gemma   residual + self_attn → post_attention_layernorm
@@ -286,6 +286,13 @@ def _canonical(source: str) -> str:
 _KNOWN = {_canonical(source): layout for layout, source in TEMPLATES}
 
 
+def _names(forward: Callable) -> Tuple[str, ...]:
+    """The names a caller can pass `forward`'s arguments by (through functools.wraps), the cache's old name as its new."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple("cache" if p.name == _OLD_CACHE_NAME else p.name
+                 for p in inspect.signature(forward).parameters.values() if p.kind in kinds)
+
+
 @functools.lru_cache(maxsize=None)
 def layout_for_class(cls: type) -> Optional[Layout]:
     """The layout whose template `cls.forward` matches (through functools.wraps wrappers), passing the
@@ -295,8 +302,8 @@ def layout_for_class(cls: type) -> Optional[Layout]:
         layout = _KNOWN.get(_canonical(source))
     except (OSError, TypeError, SyntaxError, ValueError):  # no source (built in, exec'd, a lambda, ...)
         return None
-    if layout is None:
-        return None
+    if layout is None or (layout.forward is not None and _names(cls.forward) != _names(layout.forward)):
+        return None  # (the same code with renamed arguments: callers pass them by keyword, to the fused forward too)
     body = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("@"))
     return dataclasses.replace(layout, cache_name=_OLD_CACHE_NAME if f"{_OLD_CACHE_NAME}=" in body else "cache")
 
