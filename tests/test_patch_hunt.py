@@ -95,3 +95,34 @@ def test_decoder_layer_with_renamed_arguments_is_not_fused(device):
         y, y_stock = (m.model.layers[0](hidden_states, mask=mask, position_embeddings=position_embeddings)
                       for m in (model, stock))
     torch.testing.assert_close(y, y_stock, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:normkit.patch left")
+def test_hub_layers_run_the_class_recipe_or_its_own_forward(device):
+    """`kernels.use_kernel_forward_from_hub("RMSNorm")` is public: a model's own norm may carry the name
+    with another forward. The hub layer runs what `normkit.patch` recognises in the class (Olmo2's
+    rounding: a bf16 output beside a float32 weight), and an unknown forward as it is."""
+    kernels = pytest.importorskip("kernels")
+    pytest.importorskip("transformers")
+    from tests.test_hub import _kernelize
+
+    @kernels.use_kernel_forward_from_hub("RMSNorm")
+    class HubOlmo2RMSNorm(Olmo2RMSNorm):
+        pass
+
+    @kernels.use_kernel_forward_from_hub("RMSNorm")
+    class HubDoubledRMSNorm(LlamaRMSNorm):
+        def forward(self, hidden_states):
+            return 2 * super().forward(hidden_states)
+
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(5)).to(device=device, dtype=torch.bfloat16)
+    for cls in (HubOlmo2RMSNorm, HubDoubledRMSNorm):
+        stock = _randomise(cls(64, eps=1e-6)).to(device)
+        kernelized, patched = _kernelize(copy.deepcopy(stock), device), copy.deepcopy(stock)
+        normkit.patch(patched)
+        y, y_patched, y_stock = kernelized(x), patched(x), stock(x)
+        assert y.dtype == y_stock.dtype and torch.equal(y, y_patched)
+        if cls is HubDoubledRMSNorm:  # left alone by patch too
+            assert torch.equal(y, y_stock)
+        else:
+            assert y.dtype == torch.bfloat16
