@@ -2,6 +2,7 @@
 module or model: float64 models (Hugging Face's forwards round to float32 inside)."""
 
 import copy
+import importlib
 
 import pytest
 import torch
@@ -126,3 +127,32 @@ def test_hub_layers_run_the_class_recipe_or_its_own_forward(device):
             assert torch.equal(y, y_stock)
         else:
             assert y.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("make", [lambda: torch.nn.LayerNorm(64), lambda: torch.nn.RMSNorm(64)], ids=["layer", "rms"])
+def test_torch_norms_under_autocast_compute_what_stock_computes(make, device):
+    """Under torch.autocast torch runs layer_norm and rms_norm in float32 on a GPU (its "fp32" ops: a
+    bf16 x gives a float32 y; on the CPU, bf16): the patched module gives y in stock's dtype, and y
+    and the gradients as close to a float64 reference as that dtype allows."""
+    stock, patched = _stock_and_patched(_randomise(make()).to(device))
+    x, dy = _inputs((6, 64), torch.bfloat16, device)
+    dy = dy.to(device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        y_stock, _ = _outputs_and_grads(stock, [x], dy)
+        y, grads = _outputs_and_grads(patched, [x], dy)
+    y_ref, grads_ref = _outputs_and_grads(copy.deepcopy(stock).double(), [x.double()], dy.double())
+    assert y.dtype == y_stock.dtype
+    tol = 1e-5 if y.dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(y.double(), y_ref, rtol=tol, atol=tol)
+    for a, b in zip(grads, grads_ref):
+        torch.testing.assert_close(a.double(), b, rtol=tol, atol=tol)
+
+
+def test_autocast_rule_is_read_from_torch_dispatcher():
+    """torch registers layer_norm and rms_norm for autocast (float32) on CUDA, not on the CPU; the
+    patched torch norms cast x as that registration says (on a GPU, the test above checks the result)."""
+    patching = importlib.import_module("normkit.integrations.patch")
+    for op in ("aten::layer_norm", "aten::rms_norm"):
+        assert patching._has_autocast_kernel(op, "cuda")
+        assert not patching._has_autocast_kernel(op, "cpu")
+    assert not patching._autocast_to_float32("aten::layer_norm", "cuda")  # autocast is off here
