@@ -15,7 +15,8 @@ On a hit:
   kernel reads pointers and the plan's strides, which the signature fixes) to the launch plan;
 - with autograd, `NormFunction` receives the `FwdCall` and its forward does the same; its
   backward keeps the backward's launch plan per gradient signature (dout's and dresidual_out's
-  strides, dtype, alignment) in the same `FwdCall`.
+  strides, dtype, alignment, and those of the saved tensors as they come back, which saved-tensor
+  hooks may change) in the same `FwdCall`.
 
 Not planned (the full path every call): torch.compile, torch.func / vmap, jit tracing and
 forward-mode AD; tensor subclasses (DTensors take `normkit.distributed`); non-contiguous parameters;
@@ -101,11 +102,20 @@ class FwdCall:
 
     def backward(self, h, weight, gate, mean, rstd, dout, dresidual_out, bias_shape, bias_dtype, x_hat_dtype):
         """(dx, dweight, dbias, dgate) of the forward this call ran (h: x or residual_out, 2-D), through the
-        backward's launch plan for dout's and dresidual_out's signature (recorded on first use)."""
+        backward's launch plan for dout's and dresidual_out's signature (recorded on first use).
+
+        The key holds the saved tensors' layouts too: saved-tensor hooks (offloading, as
+        `torch.autograd.graph.save_on_cpu`) may return h, the gate, the weight or the statistics as
+        copies with other strides, dtype or alignment than the forward's, which a plan would misread."""
         key = (type(dout), dout.stride(), dout.dtype, dout.data_ptr() & 15,
                None if dresidual_out is None else (type(dresidual_out), dresidual_out.stride(),
                                                    dresidual_out.dtype, dresidual_out.data_ptr() & 15),
-               _get_device() if h.device.type == "cuda" else None)
+               _get_device() if h.device.type == "cuda" else None,
+               type(h), h.stride(), h.dtype, h.data_ptr() & 15,
+               None if gate is None else (type(gate), gate.stride(), gate.dtype, gate.data_ptr() & 15),
+               None if weight is None else (type(weight), weight.stride(), weight.dtype, weight.data_ptr() & 15),
+               None if rstd is None else (rstd.stride(), rstd.dtype, rstd.data_ptr() & 15),
+               None if mean is None else (mean.stride(), mean.dtype, mean.data_ptr() & 15))
         planned = self.bwd.get(key)
         dx, dweight, dbias, dgate = outputs = ops._bwd_outputs(h, weight, bias_shape, bias_dtype, gate)
         if planned is not None:
