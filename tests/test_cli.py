@@ -92,6 +92,23 @@ def test_verify_full_help_names_the_subset_and_the_workers(monkeypatch, capsys):
     assert status == 0 and "--eager" in out and "--calls K" in out and "--repeats R" in out
 
 
+def test_help_command_answers_as_dash_dash_help(capsys):
+    assert _run(["help"], capsys)[:2] == _run(["--help"], capsys)[:2]
+    for argv in (["bench"], ["report"], ["challenge", "show"]):
+        status, out, _ = _run(["help", *argv], capsys)
+        assert status == 0 and out == _run([*argv, "--help"], capsys)[1] and out.startswith("usage: ")
+
+
+def test_top_level_help_shows_examples(capsys):
+    status, out, _ = _run(["--help"], capsys)
+    examples = out.split("examples:\n")[1].splitlines()
+    assert status == 0 and len(examples) >= 4
+    for line in examples:  # each example's command line is one the dispatcher takes
+        assert line.startswith("  python -m normkit"), line
+        words = line.split()[3:4]
+        assert not words or words[0] == "help" or cli._command(words[0]) in COMMANDS
+
+
 def test_report_is_an_alias_of_verify(capsys):
     assert _run(["report", "--help"], capsys)[1].startswith("usage: python -m normkit verify")
 
@@ -100,7 +117,10 @@ def test_report_is_an_alias_of_verify(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["nope"], "python -m normkit: error: argument command: invalid choice: 'nope' "
                "(choose from 'verify', 'bench', 'demo', 'challenge')"),
-    (["help"], "invalid choice: 'help'"),
+    (["verfy"], "invalid choice: 'verfy' (choose from 'verify', 'bench', 'demo', 'challenge'); "
+                "did you mean 'verify'?"),
+    (["benhc", "--eager"], "did you mean 'bench'?"),
+    (["help", "nope"], "invalid choice: 'nope'"),
     (["verify", "--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),
     (["--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),  # the default command's
     (["bench", "--shapes", "3y4"], "python -m normkit bench: error: argument --shapes: shape must look like"),
