@@ -100,3 +100,22 @@ def test_readme_signatures_are_the_functions_signatures():
                 actual.append("*")
             actual.append((p.name,) if p.default is p.empty else (p.name, p.default))
         assert params == actual, f"README's {name}{params} is not normkit.{name}{actual}"
+
+
+def test_every_public_name_is_documented_with_a_docstring_and_type_hints():
+    """normkit.__all__ is what the README's API section and quickstart name, each with a docstring;
+    the functions' docstrings give shapes and dtypes, and their parameters carry type hints."""
+    import inspect
+
+    import normkit
+
+    for name in normkit.__all__:
+        obj = getattr(normkit, name)
+        assert f"normkit.{name}" in README or f"`{name}(" in README, f"normkit.{name} is not in README.md"
+        assert (inspect.getdoc(obj) or "").strip(), f"normkit.{name} has no docstring"
+        if inspect.isfunction(obj):
+            hints = inspect.signature(obj).parameters.values()
+            assert all(p.annotation is not p.empty for p in hints), f"normkit.{name} lacks type hints"
+    for name in ("rms_norm", "layer_norm"):
+        doc = inspect.getdoc(getattr(normkit, name))
+        assert "(..., N)" in doc and "bfloat16" in doc, f"normkit.{name}'s docstring gives no shapes or dtypes"
