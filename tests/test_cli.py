@@ -76,6 +76,15 @@ def test_every_option_has_help(name):
         assert action.help and action.help.strip(), f"{name}: {action.option_strings or action.dest} has no help"
 
 
+def test_every_challenge_argument_has_help():
+    from normkit.challenge import cli as challenge_cli
+
+    subparsers = [a for a in challenge_cli._parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            assert action.help and action.help.strip(), f"challenge {name}: {action.option_strings or action.dest}"
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_answers_its_own_help(command, capsys):
     status, out, _ = _run([command, "--help"], capsys)
