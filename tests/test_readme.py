@@ -119,3 +119,12 @@ def test_every_public_name_is_documented_with_a_docstring_and_type_hints():
     for name in ("rms_norm", "layer_norm"):
         doc = inspect.getdoc(getattr(normkit, name))
         assert "(..., N)" in doc and "bfloat16" in doc, f"normkit.{name}'s docstring gives no shapes or dtypes"
+
+
+def test_readme_layout_names_every_module():
+    layout = README.split("## Layout", 1)[1].split("## ", 1)[0]
+    named = set(re.findall(r"(\w+)(?:\.py|/)", layout))
+    package = ROOT / "normkit"
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert modules <= named, f"README's Layout does not name {sorted(modules - named)}"
