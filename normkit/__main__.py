@@ -6,12 +6,14 @@
     python -m normkit bench --model llama   # training steps of a model, stock vs normkit.patch
     python -m normkit demo             # a tiny model trained with torch's norms and with normkit's
     python -m normkit challenge list   # the LeetGPU-style challenges
+    python -m normkit help bench       # = python -m normkit bench --help
 
 Each command parses its own options (`python -m normkit COMMAND --help`); with no command, or
 with options only, the command is `verify`. `report` is an alias of `verify`.
 """
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -20,12 +22,19 @@ from typing import List, Optional
 # name: (module whose main(argv) runs it, one line for --help)
 COMMANDS = {
     "verify": ("normkit.report", "check the kernels vs float64 (default; alias: report)"),
-    "bench": ("normkit.bench", "GPU µs per call, %% of copy vs peers; --model: step ms"),
+    "bench": ("normkit.bench", "time normkit vs its peers on a GPU (--model: steps)"),
     "demo": ("normkit.demo", "train a tiny model with torch's, then normkit's norms"),
     "challenge": ("normkit.challenge", "LeetGPU-style RMSNorm challenges and their grader"),
 }
 ALIASES = {"report": "verify"}
 DEFAULT = "verify"
+EXAMPLES = """examples:
+  python -m normkit                       verify the kernels vs float64 (no GPU: in Triton's interpreter)
+  python -m normkit verify --full         every case of the grid, not the representative subset
+  python -m normkit bench --family all    forward and backward µs of every family (a CUDA GPU)
+  python -m normkit demo                  a tiny Llama-style model trained with torch's and normkit's norms
+  python -m normkit challenge list        the challenges; `challenge show NAME` prints one
+  python -m normkit help bench            a command's options (= python -m normkit bench --help)"""
 
 
 def _prefer_interpreter_without_gpu() -> None:
@@ -44,8 +53,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="python -m normkit", description="normkit: RMSNorm and LayerNorm kernels for PyTorch, in Triton.",
-        epilog=f"With no command, or with options only, runs {DEFAULT}. "
-               "`python -m normkit COMMAND --help` lists a command's options.")
+        epilog=f"With no command, or with options only, runs {DEFAULT}. `python -m normkit COMMAND --help`\n"
+               f"(or `python -m normkit help COMMAND`) lists a command's options.\n\n{EXAMPLES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"normkit {__version__}")
     commands = p.add_subparsers(dest="command", title="commands", help=f"the command to run (default {DEFAULT})")
     for name, (_, summary) in COMMANDS.items():
@@ -54,13 +64,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _command(name: str) -> str:
+    """The command `name` names (aliases resolved); otherwise argparse's one-line error, exit 2, with
+    the closest command suggested where one is close."""
+    name = ALIASES.get(name, name)
+    if name not in COMMANDS:
+        close = difflib.get_close_matches(name, [*COMMANDS, *ALIASES], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        choices = ", ".join(map(repr, COMMANDS))
+        parser().error(f"argument command: invalid choice: {name!r} (choose from {choices}){hint}")
+    return name
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help", "--version"):
         parser().parse_args(argv[:1])  # prints and exits 0
+    if argv and argv[0] == "help":  # `help` and `help COMMAND`, as git and pip answer them
+        if len(argv) == 1:
+            parser().parse_args(["--help"])
+        argv = [*argv[1:], "--help"]  # (`help challenge show`: the subcommand's own help)
     if argv and not argv[0].startswith("-"):
-        # an unknown command: argparse's error, exit 2 (aliases are resolved first, so not listed)
-        command = parser().parse_args([ALIASES.get(argv[0], argv[0])]).command
+        command = _command(argv[0])
         argv = argv[1:]
     else:
         command = DEFAULT

@@ -403,9 +403,15 @@ def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
     """RMSNorm over the last dimension, differentiable in x, weight, bias, residual and gate.
 
     h = x + residual (added in fp32), y = h / sqrt(mean(h², -1) + eps) · (weight + weight_offset)
-    + bias, in out_dtype (default x's). weight/bias are (N,) or per-head (H, N) for x of shape
-    (..., H, N). With prenorm=True returns (y, residual_out), residual_out = h in residual_dtype
-    (default residual's); otherwise y (gradients still reach the residual).
+    + bias, in out_dtype (default x's).
+
+    Shapes and dtypes: x (..., N), any number of leading dimensions (rows), float16, bfloat16,
+    float32 or float64; weight and bias (N,), or per-head (H, N) for x of shape (..., H, N), in a
+    dtype of their own (float64 only with float64 x; None: no scale, no shift); residual and gate
+    x's shape. y has x's shape.
+
+    With prenorm=True returns (y, residual_out), residual_out = h in residual_dtype (default
+    residual's; prenorm needs a residual); otherwise y (gradients still reach the residual).
 
     casting_mode "fp32" (default) computes y in fp32 and rounds once; "llama" rounds x̂ to x's
     dtype before scaling by the weight, as Hugging Face's Llama-family RMSNorm does (Liger's
@@ -415,6 +421,8 @@ def rms_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] 
     y = u·silu(gate.float()) with u = x̂·(weight + weight_offset), in out_dtype (default x's). With
     casting_mode "llama" u is computed as Hugging Face's `Qwen3NextRMSNormGated` does,
     `weight * x̂.to(x.dtype)`, rounded to promote(weight, x)'s dtype before the gate.
+
+    Bad input raises TypeError / ValueError naming the argument, before anything is written.
     """
     return _apply(x, weight, bias, residual, eps, weight_offset, True, prenorm, out_dtype, residual_dtype,
                   casting_mode, gate)
@@ -424,8 +432,13 @@ def layer_norm(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor
                residual: Optional[Tensor] = None, *, eps: float = 1e-5, prenorm: bool = False,
                out_dtype: Optional[torch.dtype] = None, residual_dtype: Optional[torch.dtype] = None,
                casting_mode: str = "fp32") -> Union[Tensor, Tuple[Tensor, Tensor]]:
-    """LayerNorm over the last dimension: y = (h − mean)·rstd·weight + bias with h = x + residual.
+    """LayerNorm over the last dimension, differentiable in x, weight, bias and residual.
 
-    Same conventions as `rms_norm` (dtypes, per-head parameters, prenorm, casting_mode).
+    h = x + residual (added in fp32), mean = mean(h, -1), rstd = 1 / sqrt(mean((h − mean)², -1) + eps),
+    y = (h − mean)·rstd·weight + bias, in out_dtype (default x's).
+
+    Same conventions as `rms_norm`: x (..., N) in float16, bfloat16, float32 or float64; weight and
+    bias (N,) or per-head (H, N), None for none; prenorm=True returns (y, residual_out); casting_mode
+    "fp32" or "llama" (x̂ rounded to x's dtype before the weight). No weight_offset, no gate.
     """
     return _apply(x, weight, bias, residual, eps, 0.0, False, prenorm, out_dtype, residual_dtype, casting_mode)

@@ -61,7 +61,8 @@ class LayerNorm(torch.nn.LayerNorm):
 
 
 class FusedAddRMSNorm(torch.nn.Module):
-    """Pre-norm block input: ``forward(x, residual) -> (y, residual_out)``.
+    """Pre-norm block input: ``forward(x, residual) -> (y, residual_out)``; x and residual of shape
+    (..., hidden_size), both outputs of that shape, y in x's dtype.
 
     residual_out = x + residual (added in fp32, kept in residual's dtype) and
     y = rms_norm(residual_out) · (weight + weight_offset), in one kernel each way. With

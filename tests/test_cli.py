@@ -76,6 +76,15 @@ def test_every_option_has_help(name):
         assert action.help and action.help.strip(), f"{name}: {action.option_strings or action.dest} has no help"
 
 
+def test_every_challenge_argument_has_help():
+    from normkit.challenge import cli as challenge_cli
+
+    subparsers = [a for a in challenge_cli._parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            assert action.help and action.help.strip(), f"challenge {name}: {action.option_strings or action.dest}"
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_answers_its_own_help(command, capsys):
     status, out, _ = _run([command, "--help"], capsys)
@@ -92,6 +101,23 @@ def test_verify_full_help_names_the_subset_and_the_workers(monkeypatch, capsys):
     assert status == 0 and "--eager" in out and "--calls K" in out and "--repeats R" in out
 
 
+def test_help_command_answers_as_dash_dash_help(capsys):
+    assert _run(["help"], capsys)[:2] == _run(["--help"], capsys)[:2]
+    for argv in (["bench"], ["report"], ["challenge", "show"]):
+        status, out, _ = _run(["help", *argv], capsys)
+        assert status == 0 and out == _run([*argv, "--help"], capsys)[1] and out.startswith("usage: ")
+
+
+def test_top_level_help_shows_examples(capsys):
+    status, out, _ = _run(["--help"], capsys)
+    examples = out.split("examples:\n")[1].splitlines()
+    assert status == 0 and len(examples) >= 4
+    for line in examples:  # each example's command line is one the dispatcher takes
+        assert line.startswith("  python -m normkit"), line
+        words = line.split()[3:4]
+        assert not words or words[0] == "help" or cli._command(words[0]) in COMMANDS
+
+
 def test_report_is_an_alias_of_verify(capsys):
     assert _run(["report", "--help"], capsys)[1].startswith("usage: python -m normkit verify")
 
@@ -100,7 +126,10 @@ def test_report_is_an_alias_of_verify(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["nope"], "python -m normkit: error: argument command: invalid choice: 'nope' "
                "(choose from 'verify', 'bench', 'demo', 'challenge')"),
-    (["help"], "invalid choice: 'help'"),
+    (["verfy"], "invalid choice: 'verfy' (choose from 'verify', 'bench', 'demo', 'challenge'); "
+                "did you mean 'verify'?"),
+    (["benhc", "--eager"], "did you mean 'bench'?"),
+    (["help", "nope"], "invalid choice: 'nope'"),
     (["verify", "--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),
     (["--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),  # the default command's
     (["bench", "--shapes", "3y4"], "python -m normkit bench: error: argument --shapes: shape must look like"),

@@ -38,15 +38,23 @@ def _add_solution_options(parser: argparse.ArgumentParser, function: str) -> Non
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m normkit challenge",
-        description="LeetGPU-style RMSNorm challenges: read a statement, write a solution file, grade "
-                    "it (on a CUDA GPU, or on the CPU under TRITON_INTERPRET=1).")
+        description="LeetGPU-style RMSNorm challenges: read a statement, write a solution file, grade it\n"
+                    "(on a CUDA GPU; without one, in Triton's interpreter on the CPU).",
+        epilog="examples:\n"
+               "  python -m normkit challenge show rms-norm-backward\n"
+               "  python -m normkit challenge starter rms-norm-backward --lang pytorch\n"
+               "  python -m normkit challenge rms-norm-backward --solution solve_rms_norm_backward.py\n"
+               "`python -m normkit challenge COMMAND --help` lists a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("list", help="the challenges, one line each")
     show = commands.add_parser("show", help="print a challenge's statement")
-    show.add_argument("name", choices=statements.STATEMENTS, metavar="NAME")
+    challenge_name = f"the challenge: {' or '.join(statements.STATEMENTS)}"
+    show.add_argument("name", choices=statements.STATEMENTS, metavar="NAME", help=challenge_name)
     starter = commands.add_parser("starter", help="write a starter solution file")
-    starter.add_argument("name", choices=statements.STATEMENTS, metavar="NAME")
-    starter.add_argument("--lang", choices=("triton", "pytorch"), default="triton")
+    starter.add_argument("name", choices=statements.STATEMENTS, metavar="NAME", help=challenge_name)
+    starter.add_argument("--lang", choices=("triton", "pytorch"), default="triton",
+                         help="the starter's language (default triton; rms-norm-forward grades Triton launches)")
     starter.add_argument("--out", metavar="PATH", help="where to write it (default e.g. solve_rms_norm_backward.py)")
     starter.add_argument("--force", action="store_true", help="overwrite PATH when it exists")
     forward = commands.add_parser(
