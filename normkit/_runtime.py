@@ -18,6 +18,7 @@ import functools
 import importlib.util
 import os
 import re
+import sys
 import warnings
 
 import torch
@@ -25,17 +26,34 @@ import torch
 HAS_TRITON = importlib.util.find_spec("triton") is not None  # optional on CPU-only machines
 
 
+_INTERPRETED = None  # the mode, decided at the first question (see interpret)
+_OFF = ("", "0", "false", "no", "off", "n")  # TRITON_INTERPRET values Triton reads as off
+
+
 @functools.lru_cache(maxsize=None)
 def kernels():
     """The `normkit.kernels` module, imported on first use (TRITON_INTERPRET is read then)."""
     from . import kernels as module
 
+    if _INTERPRETED is False and module.INTERPRETED:
+        raise RuntimeError("TRITON_INTERPRET was turned on after normkit's first call had chosen its plain-PyTorch "
+                           "CPU path: set it before the first call, or not at all when using a GPU")
     return module
 
 
 def interpret() -> bool:
-    """True when the kernels execute in Triton's interpreter (on CPU tensors)."""
-    return HAS_TRITON and kernels().INTERPRETED
+    """True when the kernels execute in Triton's interpreter (on CPU tensors). Decided once: with
+    TRITON_INTERPRET off and Triton not yet imported, without importing either (a CPU-only first call
+    on the plain-PyTorch path then costs no Triton import); otherwise from how the kernels were built."""
+    global _INTERPRETED
+    if _INTERPRETED is None:
+        if not HAS_TRITON:
+            _INTERPRETED = False
+        elif "triton" not in sys.modules and os.environ.get("TRITON_INTERPRET", "").strip().lower() in _OFF:
+            _INTERPRETED = False
+        else:
+            _INTERPRETED = kernels().INTERPRETED
+    return _INTERPRETED
 
 
 # The oldest Triton each way of running the kernels is checked with: compiled, 3.3 (`tools/compile_check.py

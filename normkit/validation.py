@@ -21,7 +21,7 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
     if kind is not torch.Tensor and kind is not torch.nn.Parameter:  # (exact types first: host time)
         if not isinstance(tensor, torch.Tensor):
             expected = "a torch.Tensor or None" if optional else "a torch.Tensor"
-            raise TypeError(f"{name} must be {expected}, got {kind.__name__}")
+            raise TypeError(f"{name} must be {expected}, got {kind.__name__}{_positional_hint(name, tensor)}")
         if _is_dtensor(tensor):
             _reject_dtensor(name, tensor)
     if tensor.is_nested or tensor.layout is not torch.strided:  # sparse, nested, mkldnn: no strided storage
@@ -31,6 +31,16 @@ def check_float_tensor(name: str, tensor, *, optional: bool = False) -> None:
         raise TypeError(f"{name} is a negative view ({name}.is_neg(), e.g. z.conj().imag): pass {name}.resolve_neg()")
     if tensor.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must have a floating dtype ({_DTYPE_NAMES}), got {tensor.dtype}")
+
+
+def _positional_hint(name: str, value) -> str:
+    """What a call written like torch's probably meant: F.rms_norm(x, normalized_shape, weight, eps)
+    puts a shape where normkit takes the weight, and eps where normkit takes bias or residual."""
+    if name == "weight" and isinstance(value, (tuple, list, int)):
+        return " (normkit takes no normalized_shape: it normalizes over x's last dimension; pass the weight tensor here)"
+    if name in ("bias", "residual") and isinstance(value, float):
+        return " (eps is keyword-only: eps=...)"
+    return ""
 
 
 def check_same_device(name: str, tensor: Optional[torch.Tensor], x: torch.Tensor) -> None:

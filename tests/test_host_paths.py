@@ -122,3 +122,32 @@ def test_functorch_transform_still_reaches_function_apply():
     w = torch.randn(8, dtype=torch.float64)
     torch.testing.assert_close(torch.vmap(lambda t: normkit.rms_norm(t, w))(x), normkit.rms_norm(x, w),
                                rtol=1e-14, atol=1e-14)
+
+
+def test_a_plain_cpu_call_imports_no_triton():
+    """With TRITON_INTERPRET off, a CPU call takes the plain-PyTorch path without importing Triton or
+    building the kernels (the first call's cost), gives torch's values, and the mode stays fixed:
+    turning the interpreter on afterwards is refused with a clear error, not half-applied."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import os, sys, torch, normkit
+from normkit import _runtime
+x, w = torch.randn(8, 64, dtype=torch.float64), torch.randn(64, dtype=torch.float64)
+y = normkit.rms_norm(x, w)
+torch.testing.assert_close(y, torch.nn.functional.rms_norm(x, (64,), w, 1e-6), rtol=1e-12, atol=1e-12)
+assert "triton" not in sys.modules and not _runtime.interpret()
+os.environ["TRITON_INTERPRET"] = "1"
+try:
+    _runtime.kernels()
+except RuntimeError as error:
+    assert "set it before the first call" in str(error), error
+else:
+    raise AssertionError("no error")
+assert normkit.lowlevel.backend("cpu") == "reference"
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

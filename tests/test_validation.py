@@ -158,3 +158,15 @@ def test_check_bool_rejects_everything_else(name, value, given):
 
     with pytest.raises(TypeError, match=rf"^{name} must be a bool \(True or False\), got {given}$"):
         check_bool(name, value)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x, w: normkit.rms_norm(x, (8,), w), r"weight must be .* got tuple \(normkit takes no normalized_shape"),
+    (lambda x, w: normkit.layer_norm(x, [8], w), r"weight must be .* got list \(normkit takes no normalized_shape"),
+    (lambda x, w: normkit.rms_norm(x, w, 1e-6), r"bias must be .* got float \(eps is keyword-only"),
+    (lambda x, w: normkit.layer_norm(x, w, w, 1e-5), r"residual must be .* got float \(eps is keyword-only"),
+])
+def test_calls_written_like_torchs_get_a_hint(call, message):
+    """F.rms_norm(x, normalized_shape, weight, eps) order, used with normkit: the error says what to change."""
+    with pytest.raises(TypeError, match=message):
+        call(torch.randn(4, 8), torch.ones(8))
