@@ -92,10 +92,10 @@ run_step() {
         grep -E "^(###|\| bf16)" "$OUT/portable-$v.log" | grep -A4 backward | grep "^| bf16" | cut -c1-40
       done ;;
     compiled)
-      timeout 300 $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py tests/test_compile_hunt.py > "$OUT/compiled-tests.log" 2>&1
+      timeout "${COMPILED_TESTS_LIMIT:-300}" $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py tests/test_compile_hunt.py > "$OUT/compiled-tests.log" 2>&1
       echo "compile ops tests rc=$? $(tail -1 "$OUT/compiled-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/compiled-tests.log" | head -5
       for m in llama qwen3; do
-        timeout 200 $PY -m normkit bench --model $m --modes compile --variants stock,patched,traced,fused,fused-traced \
+        timeout "${MODEL_LIMIT:-200}" $PY -m normkit bench --model $m --modes compile --variants stock,patched,traced,fused,fused-traced \
           --steps 20 --markdown --json "$OUT/$m-traced.json" > "$OUT/$m-traced.log" 2>&1; echo "$m traced rc=$?"
         grep -E "^\|" "$OUT/$m-traced.log" | head -8
       done ;;
