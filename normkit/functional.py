@@ -382,6 +382,8 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
     prenorm = validation.check_bool("prenorm", prenorm)
     if prenorm and residual is None:
         raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
+    if residual is None:  # h = x, and no residual_out is returned: no copy of x in residual_dtype (the
+        residual_dtype = None  # backward would differentiate that rounded copy, not x)
     flat = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     n = x.shape[-1]
     x2 = x if flat else x.reshape(-1, n)

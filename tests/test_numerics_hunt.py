@@ -41,3 +41,30 @@ def test_negative_view_gradients_are_read_as_their_values(device, rms, plans, re
         torch.autograd.backward([y, residual_out], list(grads))
         for name, leaf, ref in zip(("dx", "dweight", "dresidual"), leaves, expected):
             assert_matches(leaf.grad, ref, torch.float32, f"{name} (negative-view gradients: {negated})")
+
+
+@pytest.mark.parametrize("rms", [True, False])
+@pytest.mark.parametrize("dtype,residual_dtype", [
+    (torch.float32, torch.bfloat16), (torch.float32, torch.float16), (torch.float64, torch.float32),
+    (torch.bfloat16, torch.float32)])
+def test_residual_dtype_without_a_residual_keeps_gradients_exact(device, rms, dtype, residual_dtype):
+    """Without a residual h is x, and residual_out (h in residual_dtype) is never returned: prenorm needs a
+    residual. The gradients are x's, in x's precision: not those of x rounded to residual_dtype (they
+    were, differentiated from that unreturned copy: fp32 x's dx 1.6e-3 off with residual_dtype=bfloat16)."""
+    g = torch.Generator().manual_seed(1)
+    x, dy = (torch.randn(4, 24, generator=g, dtype=torch.float64).to(device, dtype) for _ in range(2))
+    weight = (1 + 0.5 * torch.randn(24, generator=g, dtype=torch.float64)).to(device, dtype)
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, weight))
+    y64 = F.rms_norm(x64, (24,), w64, 1e-6) if rms else F.layer_norm(x64, (24,), w64, None, 1e-5)
+    y64.backward(dy.double())
+    leaves = [t.clone().requires_grad_() for t in (x, weight)]
+    norm = normkit.rms_norm if rms else normkit.layer_norm
+    for _ in range(2):  # the first call and a planned one
+        for leaf in leaves:
+            leaf.grad = None
+        y = norm(leaves[0], leaves[1], residual_dtype=residual_dtype)
+        y.backward(dy)
+        assert y.dtype == dtype
+        assert_matches(y, y64, dtype, "y")
+        assert_matches(leaves[0].grad, x64.grad, dtype, "dx")
+        assert_matches(leaves[1].grad, w64.grad, dtype, "dweight")
