@@ -95,6 +95,7 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
     """NormFunction's gradients: the backward op (kernels), or with `graph` the differentiable
     torch-op form (`_backward_graph`)."""
     h, weight, gate, mean, rstd = ctx.saved_tensors
+    dout, dresidual_out = _values(dout), _values(dresidual_out)
     eps, weight_offset, is_rms_norm, x_hat_dtype, bias_shape, bias_dtype, x_dtype, residual_dtype = ctx.meta[:8]
     dgate = None
     if dout is None:  # only residual_out was used: y contributes nothing
@@ -116,6 +117,15 @@ def _backward(ctx, dout, dresidual_out, graph: bool):
     dresidual = None if dh is None or not needs[3] else dh if dh.dtype == residual_dtype else dh.to(residual_dtype)
     return (dx, dweight if needs[1] else None, dbias if needs[2] else None, dresidual,
             dgate[0] if dgate and needs[4] else None, None, None, None, None, None, None, None)
+
+
+def _values(grad: Optional[Tensor]) -> Optional[Tensor]:
+    """grad, resolved where it is a negative view: autograd hands a gradient on as the caller gave it
+    (`z.conj().imag`'s, torch._neg_view), and the kernels read memory, which holds the negated values.
+    (Dynamo cannot trace is_neg(); a traced backward is not checked, as validation.py's inputs.)"""
+    if grad is None or torch.compiler.is_compiling() or not grad.is_neg():
+        return grad
+    return grad.resolve_neg()
 
 
 def _heads(weight: Optional[Tensor], bias_shape) -> int:
@@ -372,6 +382,8 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
     prenorm = validation.check_bool("prenorm", prenorm)
     if prenorm and residual is None:
         raise ValueError("prenorm=True returns (y, residual_out) and needs a residual, got residual=None")
+    if residual is None:  # h = x, and no residual_out is returned: no copy of x in residual_dtype (the
+        residual_dtype = None  # backward would differentiate that rounded copy, not x)
     flat = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     n = x.shape[-1]
     x2 = x if flat else x.reshape(-1, n)

@@ -77,7 +77,7 @@ from .backward_tiles import (block_weight, compute_dh, dgate_term, dweight_term,
                              row_loop_start, store_dh, take_rows)
 from .convert import upcast
 from .ptx import launch_dependents
-from .stats import merge_tile_stats
+from .stats import inverse_std, merge_tile_stats
 
 
 @triton.jit
@@ -270,7 +270,7 @@ def norm_bwd_kernel(
             var = m2 / N
 
         if RECOMPUTE_STATS:
-            rstd = 1.0 / tl.sqrt(var + eps)
+            rstd = inverse_std(var, eps, COMPUTE_DTYPE)
         elif IS_RMS_NORM:
             mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         # Rows past the end contribute nothing, even when eps = 0 makes 1/sqrt(0) = inf.

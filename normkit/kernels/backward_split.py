@@ -22,7 +22,7 @@ from .backward_tiles import (block_weight, compute_dh, compute_dh_scaled, dweigh
                              take_rows)
 from .convert import upcast
 from .ptx import load_row_stat
-from .stats import await_row_sums, publish_row_sums
+from .stats import await_row_sums, inverse_std, publish_row_sums
 
 
 @triton.jit
@@ -123,7 +123,7 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
                                                       SUM_G=not IS_RMS_NORM, PTX=PTX)
         if RECOMPUTE_STATS:
             mean = row_mean
-            rstd = 1.0 / tl.sqrt(var + eps)
+            rstd = inverse_std(var, eps, COMPUTE_DTYPE)
         elif IS_RMS_NORM:
             mean = tl.zeros([BLOCK_M], dtype=COMPUTE_DTYPE)
         rstd = tl.where(row_mask, rstd, 0.0)

@@ -51,7 +51,7 @@ import triton
 import triton.language as tl
 
 from .convert import upcast, upcast_held
-from .stats import await_row_sums, merge_tile_stats, publish_row_sums
+from .stats import await_row_sums, inverse_std, merge_tile_stats, publish_row_sums
 
 
 @triton.jit
@@ -217,7 +217,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         mask = row_mask[:, None] & col_mask[None, :]
         _, _, mean, var = await_row_sums(XCHG, group, t - 1, parts, N, IS_RMS_NORM, True, BLOCK_M, BLOCK_N,
                                          SPLIT, COMPUTE_DTYPE, SUM_G=False, SUM_GH=False, PTX=PTX)
-        rstd = 1.0 / tl.sqrt(var + eps)
+        rstd = inverse_std(var, eps, COMPUTE_DTYPE)
         if RELOAD:
             h = _load_h(X, RESIDUAL, rows64[:, None] * stride_x_row + cols[None, :] * stride_x_col,
                         rows64[:, None] * stride_res_row + cols[None, :] * stride_res_col, mask, HAS_RESIDUAL,
@@ -345,7 +345,7 @@ def norm_fwd_kernel(
             m2 = tl.sum(lane, axis=1)
         var = m2 / N
 
-    rstd = 1.0 / tl.sqrt(var + eps)
+    rstd = inverse_std(var, eps, COMPUTE_DTYPE)
     if STORE_STATS:
         tl.store(RSTD + rows64, rstd, mask=row_mask)
         if not IS_RMS_NORM:

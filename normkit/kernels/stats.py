@@ -30,6 +30,16 @@ def merge_tile_stats(h, mask, start, N, mean, m2, IS_RMS_NORM: tl.constexpr, BLO
     return mean, m2
 
 
+@triton.jit
+def inverse_std(var, eps, COMPUTE_DTYPE: tl.constexpr):
+    """rstd = 1/√(var + eps), the square root rounded as IEEE's (sqrt.rn). Not tl.sqrt: on NVIDIA GPUs
+    that is sqrt.approx.ftz.f32, which flushes a subnormal var + eps to 0 — with eps = 0 a row of
+    |h| ≲ 1e-19 got rstd = inf where torch's is finite (~1e19). float64's tl.sqrt is sqrt.rn already."""
+    if COMPUTE_DTYPE == tl.float32:
+        return 1.0 / tl.sqrt_rn(var + eps)
+    return 1.0 / tl.sqrt(var + eps)
+
+
 # The exchange's ring of slots: a part publishes block t into slot t % RING while its partners may
 # still be reading slot t - 2 (see publish_row_sums); 4 is the smallest ring for which that is safe.
 RING = tl.constexpr(4)
