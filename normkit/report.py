@@ -57,6 +57,7 @@ import torch
 
 from . import _runtime, lowlevel
 from .bench import output, precompile
+from .bench.options import output_path
 from .bench.cases import Case, representative
 from .bench.inputs import float64_errors, make_inputs
 
@@ -276,7 +277,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_jobs, metavar="N",
                    help=f"on a GPU, compile the kernels first in N worker processes (default: min("
                         f"{precompile.MAX_WORKERS}, CPU count); 0: none, each compiles on first use)")
-    p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
+    p.add_argument("--json", metavar="PATH", type=output_path("--json"),
+                   help="write every case's errors, verdict and timings as JSON")
     return p
 
 

@@ -13,6 +13,7 @@ import torch
 
 from . import model_profile, output
 from .model import COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, run
+from .options import distinct_outputs, output_path
 
 # Without a GPU normkit's kernels run in Triton's interpreter, ~10^4× slower than compiled: small models only
 CPU_MAX_HIDDEN, CPU_MAX_TOKENS = 256, 1024
@@ -120,8 +121,10 @@ def parser() -> argparse.ArgumentParser:
                    help=f"also profile {model_profile.STEPS} steps per run, in the same order: GPU time by kernel "
                         "group, top kernels (--json: every kernel)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batches (default 0)")
-    p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
-    p.add_argument("--csv", metavar="PATH", help="write the result rows as CSV, one per variant and mode")
+    p.add_argument("--json", metavar="PATH", type=output_path("--json"),
+                   help="write the result rows and environment as JSON")
+    p.add_argument("--csv", metavar="PATH", type=output_path("--csv"),
+                   help="write the result rows as CSV, one per variant and mode")
     p.add_argument("--markdown", action="store_true", help="also print the table as markdown")
     return p
 
@@ -129,6 +132,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    distinct_outputs(p, args, ("json", "csv"))
     on_gpu = torch.cuda.is_available()
     if not on_gpu and (args.hidden > CPU_MAX_HIDDEN or args.batch * args.seq > CPU_MAX_TOKENS):
         p.error(f"no GPU here: Triton's interpreter runs only --hidden ≤ {CPU_MAX_HIDDEN} and --batch × --seq ≤ "

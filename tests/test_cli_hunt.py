@@ -1,0 +1,89 @@
+"""The command line given bad values: each ends in one clear error (exit 2), or a clear runtime failure
+(exit 1), before anything runs — never a traceback, a hang or a silently wrong result file."""
+
+import json
+import pathlib
+
+import pytest
+import torch
+
+from normkit.bench import cli as bench_cli
+from tests.test_cli import _run  # (exit status, stdout, stderr) of `python -m normkit ARGV`, in-process
+
+ON_GPU = torch.cuda.is_available()
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _one_error(status, out, err, message, prog):
+    assert status == 2 and out == "" and "Traceback" not in err, (status, out, err)
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith(f"{prog}: error: ") and message in errors[0], err
+
+
+# ----------------------------------------------------------------------------- output files
+def _bad_paths(tmp_path):
+    (tmp_path / "folder").mkdir()
+    return {"a directory": (str(tmp_path / "folder"), "it is a directory"),
+            "a missing directory": (str(tmp_path / "missing" / "x.json"), "no directory"),
+            "an empty path": ("", "an empty path"),
+            "under /proc": ("/proc/normkit-x.json", "")}
+
+
+@pytest.mark.parametrize("command, option", [
+    (["bench", "--dry-run"], "--json"), (["bench", "--dry-run"], "--csv"), (["bench", "--dry-run"], "--plot"),
+    (["bench", "--eager", "--dry-run"], "--json"), (["bench", "--model", "llama"], "--json"),
+    (["bench", "--model", "llama"], "--csv"), (["verify", "--quick"], "--json")])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(command, option, tmp_path, capsys):
+    prog = "python -m normkit " + command[0]
+    for label, (path, why) in _bad_paths(tmp_path).items():
+        status, out, err = _run([*command, option, path], capsys)
+        _one_error(status, out, err, f"argument {option}: {option} must be a file path that can be written, "
+                                     f"got {path!r}", prog)
+        assert why in err, (label, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]  # nothing written, nothing left behind
+
+
+def test_a_writable_output_is_left_as_it_was_by_the_check(tmp_path):
+    existing = tmp_path / "old.json"
+    existing.write_text("kept")
+    parse = bench_cli.parser().parse_args
+    assert parse(["--json", str(existing), "--csv", str(tmp_path / "new.csv")]).json == str(existing)
+    assert existing.read_text() == "kept" and not (tmp_path / "new.csv").exists()
+
+
+@pytest.mark.parametrize("argv", [["bench", "--dry-run", "--json", "{0}/r", "--csv", "{0}/r"],
+                                  ["bench", "--dry-run", "--csv", "{0}/r", "--plot", "{0}/./r"],
+                                  ["bench", "--model", "llama", "--json", "{0}/r", "--csv", "{0}/r"]])
+def test_two_outputs_naming_one_file_are_refused(argv, tmp_path, capsys):
+    argv = [a.format(tmp_path) for a in argv]
+    status, out, err = _run(argv, capsys)
+    _one_error(status, out, err, "name the same file", "python -m normkit bench")
+    assert not (tmp_path / "r").exists()
+
+
+# ----------------------------------------------------------------------------- bench values
+@pytest.mark.parametrize("option, given, expected", [
+    ("--shapes", "4x8,4×8, 4x8", [(4, 8)]), ("--dtypes", "fp32,FP32", [torch.float32]),
+    ("--impls", "normkit,native,normkit", ["normkit", "native"]), ("--family", "rms,rms", ["rms"])])
+def test_a_value_given_twice_counts_once(option, given, expected):
+    args = bench_cli.parser().parse_args([option, given])
+    assert getattr(args, option[2:]) == expected
+
+
+def test_a_dry_run_with_repeated_values_writes_each_row_once(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    status, _, err = _run(["bench", "--dry-run", "--impls", "normkit,normkit", "--shapes", "4x8,4x8",
+                           "--dtypes", "fp32,fp32", "--json", str(path)], capsys)
+    assert status == 0, err
+    rows = json.loads(path.read_text())["results"]
+    assert [(r["impl"], r["dtype"], r["m"], r["n"]) for r in rows] == [("normkit", "torch.float32", 4, 8)]
+
+
+@pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
+@pytest.mark.parametrize("argv", [["bench"], ["bench", "--eager"], ["bench", "--shapes", "8x8", "--json", "{0}/b"]])
+def test_bench_without_a_gpu_fails_clearly(argv, tmp_path, capsys):
+    argv = [a.format(tmp_path) for a in argv]
+    status, out, err = _run(argv, capsys)
+    assert status == 1 and out == "" and "Traceback" not in err
+    assert "timing needs a CUDA GPU (none here); nothing measured" in err and "--dry-run" in err
+    assert not list(tmp_path.iterdir())
