@@ -87,3 +87,20 @@ def test_bench_without_a_gpu_fails_clearly(argv, tmp_path, capsys):
     assert status == 1 and out == "" and "Traceback" not in err
     assert "timing needs a CUDA GPU (none here); nothing measured" in err and "--dry-run" in err
     assert not list(tmp_path.iterdir())
+
+
+# ----------------------------------------------------------------------------- bench --model
+def test_model_sizes_its_config_refuses_end_in_one_error(monkeypatch, capsys):
+    from normkit.bench import model_cli
+
+    monkeypatch.setattr(model_cli, "run", lambda *a, **k: pytest.fail("ran a model the config refused"))
+    status, out, err = _run(["bench", "--model", "llama", "--hidden", "3", "--layers", "1", "--seq", "8",
+                             "--batch", "1"], capsys)
+    _one_error(status, out, err, "--hidden 3, --layers 1: the llama config refuses them: The hidden size (3) is "
+                                 "not a multiple of the number of attention heads (4)", "python -m normkit bench")
+
+
+def test_an_abbreviated_model_option_reaches_the_model_parser(capsys):
+    status, out, err = _run(["bench", "--mod", "llama", "--layers", "1"], capsys)
+    # --mod is --model to bench's parser, ambiguous to the model's (--model, --modes): not "unrecognized --layers"
+    _one_error(status, out, err, "ambiguous option: --mod could match --model, --modes", "python -m normkit bench")

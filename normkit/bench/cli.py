@@ -317,7 +317,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
     # --model runs normkit.bench.model, whose options are its own; this parser only sees abbreviations of it
-    if any(a == "--model" or a.startswith("--model=") for a in argv) or p.parse_args(argv).model:
+    if any(a == "--model" or a.startswith("--model=") for a in argv) or p.parse_known_args(argv)[0].model:
         return model_cli.main(argv)
     args = p.parse_args(argv)
     if not args.eager and (args.calls or args.repeats):

@@ -7,12 +7,13 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
 from . import model_profile, output
-from .model import COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, run
+from .model import (COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, build_config,
+                    run)
 from .options import distinct_outputs, output_path
 
 # Without a GPU normkit's kernels run in Triton's interpreter, ~10^4× slower than compiled: small models only
@@ -139,6 +140,10 @@ def main(argv=None) -> int:
                 f"{CPU_MAX_TOKENS} (given {args.hidden} and {args.batch} × {args.seq}); try {CPU_EXAMPLE}")
     fields = {f.name for f in dataclasses.fields(Settings)}
     settings = Settings(**{k: v for k, v in vars(args).items() if k in fields})
+    problem = config_problem(settings)
+    if problem:
+        p.error(f"--hidden {settings.hidden}, --layers {settings.layers}"
+                + (f", --vocab {settings.vocab}" if settings.vocab else "") + f": {problem}")
     rows, env = run(settings, torch.device("cuda" if on_gpu else "cpu"))
     print(method(env))
     print(output.text_table(HEADERS, table_rows(rows)))
@@ -149,6 +154,17 @@ def main(argv=None) -> int:
     if args.markdown:
         print("\n" + output.markdown_table(("model", *HEADERS), [[settings.model, *r] for r in table_rows(rows)]))
     return finish(args, rows, env)
+
+
+def config_problem(settings: Settings) -> Optional[str]:
+    """Why the model's transformers config refuses these sizes (its own message), or None."""
+    try:
+        build_config(settings)
+    except Exception as exc:  # transformers' validators raise their own classes, around a ValueError
+        cause = exc.__cause__ or exc
+        lines = str(cause).strip().splitlines()
+        return f"the {settings.model} config refuses them: {lines[-1].strip() if lines else type(cause).__name__}"
+    return None
 
 
 def finish(args: argparse.Namespace, rows: List[Dict], env: Dict) -> int:
