@@ -47,7 +47,6 @@ those of a serial run.
 """
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -347,8 +346,7 @@ def main(argv=None) -> int:
     print(f"\n{'PASS' if passed else 'FAIL'}: {len(rows) - failures}/{len(rows)} cases pass "
           f"({time.perf_counter() - started:.1f} s)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+        output.write_json(report, args.json)
     return 0 if passed else 1
 
 

@@ -104,3 +104,41 @@ def test_an_abbreviated_model_option_reaches_the_model_parser(capsys):
     status, out, err = _run(["bench", "--mod", "llama", "--layers", "1"], capsys)
     # --mod is --model to bench's parser, ambiguous to the model's (--model, --modes): not "unrecognized --layers"
     _one_error(status, out, err, "ambiguous option: --mod could match --model, --modes", "python -m normkit bench")
+
+
+# ----------------------------------------------------------------------------- result files
+def _strict_json(path):
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(pathlib.Path(path).read_text(), parse_constant=refuse)
+
+
+def test_verify_writes_strict_json_when_an_output_is_not_finite(monkeypatch, tmp_path, capsys):
+    from normkit import ops, report
+
+    monkeypatch.setattr(report, "grid", lambda on_gpu, quick: [(report.Case((3, 40)), torch.float32)])
+    real = ops.norm_bwd
+
+    def nan_dx(*args, **kwargs):
+        dx, dweight, dbias = real(*args, **kwargs)
+        return torch.full_like(dx, float("nan")), dweight, dbias
+
+    monkeypatch.setattr(ops, "norm_bwd", nan_dx)
+    path = tmp_path / "verify.json"
+    status, out, _ = _run(["verify", "--full", "--no-bench", "--json", str(path)], capsys)
+    assert status == 1 and "FAIL: 0/1 cases pass" in out
+    case, = _strict_json(path)["cases"]
+    assert case["passed"] is False and case["errors"]["dx"] == "nan" and float(case["errors"]["dx"]) != 0
+    assert isinstance(case["errors"]["y"], float) and case["errors"]["y"] < 1e-5
+
+
+def test_bench_writes_strict_json_when_an_error_is_not_finite(monkeypatch, tmp_path, capsys):
+    real = bench_cli.errors
+    monkeypatch.setattr(bench_cli, "errors", lambda *a: {**real(*a), "y": float("inf")})
+    path = tmp_path / "bench.json"
+    status, _, err = _run(["bench", "--dry-run", "--shapes", "4x8", "--dtypes", "fp32", "--impls", "native",
+                           "--json", str(path)], capsys)
+    assert status == 0, err
+    row, = _strict_json(path)["results"]
+    assert row["err_y"] == "inf" and isinstance(row["err_dx"], float)

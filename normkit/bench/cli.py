@@ -21,7 +21,6 @@ forward + backward at M = 1 … 16384, the host's Python and launches included.
 import argparse
 import contextlib
 import importlib.metadata
-import json
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -375,8 +374,7 @@ def _eager_main(args: argparse.Namespace, device: torch.device, impls: Sequence[
 def _finish(args: argparse.Namespace, results: List[Dict], env: Dict) -> int:
     """--json and --csv; exit status 1 when normkit itself failed on a shape."""
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": results}, f, indent=1)
+        output.write_json({"environment": env, "results": results}, args.json)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             output.write_csv(results, f)

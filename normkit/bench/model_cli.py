@@ -5,7 +5,6 @@ What is measured and how: `normkit.bench.model`; the profile: `normkit.bench.mod
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import Dict, List, Optional, Sequence
 
@@ -171,8 +170,7 @@ def finish(args: argparse.Namespace, rows: List[Dict], env: Dict) -> int:
     """--json (every row, losses and profiles included) and --csv (its scalar columns); exit status 1 when a
     normkit variant failed or its losses left the tolerance."""
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows}, f, indent=1)
+        output.write_json({"environment": env, "results": rows}, args.json)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             output.write_csv([{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in rows], f)
