@@ -142,3 +142,23 @@ def test_bench_writes_strict_json_when_an_error_is_not_finite(monkeypatch, tmp_p
     assert status == 0, err
     row, = _strict_json(path)["results"]
     assert row["err_y"] == "inf" and isinstance(row["err_dx"], float)
+
+
+# ----------------------------------------------------------------------------- challenge
+@pytest.mark.parametrize("out_path, force, message", [
+    ("{0}", False, "--out {0} is a directory; give a file path"),
+    ("{0}", True, "--out {0} is a directory; give a file path"),
+    ("{0}/missing/solve.py", False, "cannot write the starter to --out {0}/missing/solve.py: No such file or directory"),
+])
+def test_a_starter_that_cannot_be_written_ends_in_one_line(out_path, force, message, tmp_path, capsys):
+    argv = ["challenge", "starter", "rms-norm-backward", "--out", out_path.format(tmp_path)] + ["--force"] * force
+    status, out, err = _run(argv, capsys)
+    assert status == 2 and out == "" and err == f"normkit challenge: {message.format(tmp_path)}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("given", ["abc", "", "0", "-3", "nan"])
+def test_a_bad_timeout_names_what_it_wants(given, capsys):
+    status, out, err = _run(["challenge", "rms-norm-backward", "--timeout", given], capsys)
+    _one_error(status, out, err, f"argument --timeout: must be a number of seconds > 0, got {given}",
+               "python -m normkit challenge rms-norm-backward")
