@@ -162,3 +162,102 @@ def test_a_bad_timeout_names_what_it_wants(given, capsys):
     status, out, err = _run(["challenge", "rms-norm-backward", "--timeout", given], capsys)
     _one_error(status, out, err, f"argument --timeout: must be a number of seconds > 0, got {given}",
                "python -m normkit challenge rms-norm-backward")
+
+
+# ----------------------------------------------------------------------------- tools/*.py
+def _tool_error(name, argv, message, capsys):
+    from tests.test_tools import _tool
+
+    with pytest.raises(SystemExit) as stop:
+        _tool(name).main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"error: {message}" in errors[0], err  # (prog: the script's name, or pytest's)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shapes", "4096"], "argument --shapes: shape must look like 4096x2048, got '4096'"),
+    (["--shapes", "axb"], "argument --shapes: shape must look like 4096x2048, got 'axb'"),
+    (["--ppsm", "0"], "argument --ppsm: --ppsm must be comma-separated whole numbers ≥ 1, got '0'"),
+    (["--warps", "two"], "argument --warps: --warps must be comma-separated whole numbers ≥ 1, got 'two'"),
+    (["--async-stages", ","], "argument --async-stages: --async-stages must be comma-separated whole numbers"),
+    (["--max-tile", "-5"], "argument --max-tile: --max-tile must be a whole number ≥ 1, got '-5'"),
+    (["--config", "1x2048"], "argument --config: --config expects BLOCK_MxBLOCK_N:WARPS[:flag...]"),
+    (["--config", "1x2048:4:zz"], "argument --config: --config flags are col, reload"),
+    (["--grids", "balanced,lots"], "argument --grids: --grids must be comma-separated heuristic, balanced, divisor"),
+    (["--kind", "fwd", "--grids", "balanced"], "--grids sizes the backward's persistent grid, got --kind fwd"),
+    (["--json", "{tmp}"], "argument --json: --json must be a file path that can be written"),
+])
+def test_tune_refuses_bad_values_before_it_needs_a_gpu(argv, message, tmp_path, capsys):
+    _tool_error("tune", [a.format(tmp=tmp_path) for a in argv], message, capsys)
+
+
+def test_tune_parses_its_lists_into_numbers_and_tiles(monkeypatch):
+    import argparse
+
+    from tests.test_tools import _tool
+
+    tune, seen = _tool("tune"), []
+    real_parse = argparse.ArgumentParser.parse_args
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", lambda *a, **k: seen.append(real_parse(*a, **k))
+                        or seen[-1])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+    def first_cuda_call(device):  # the options are parsed and checked by then
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tune.launchers, "multiprocessor_count", first_cuda_call)
+    with pytest.raises(KeyboardInterrupt):
+        tune.main(["--shapes", "8x256, 8×256,4x64", "--ppsm", "2,1,2", "--config", "2x4096:8:split:pf",
+                   "--grids", "balanced,7"])
+    args, = seen
+    assert args.shapes == [(8, 256), (4, 64)] and args.ppsm == [2, 1] and args.grids == ["balanced", "7"]
+    assert args.config == [tune.parse_config("2x4096:8:split:pf")] and args.config[0].split
+
+
+@pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
+@pytest.mark.parametrize("name", ["tune", "inductor_code"])
+def test_gpu_tools_say_they_need_a_gpu(name, capsys):
+    from tests.test_tools import _tool
+
+    assert _tool(name).main(["--shapes", "8x256"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"{name}: " + {"tune": "needs a CUDA device (it times kernels on the GPU)\n",
+                                          "inductor_code": "needs a CUDA device (it compiles and times for the "
+                                                           "GPU)\n"}[name]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shapes", "16384"], "argument --shapes: shape must look like 4096x2048, got '16384'")])
+def test_inductor_code_refuses_a_malformed_shape(argv, message, capsys):
+    _tool_error("inductor_code", argv, message, capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shape", "9x"], "argument --shape: shape must look like 4096x2048, got '9x'"),
+    (["--shape", "9x300,9x400"], "argument --shape: --shape is one MxN problem, got '9x300,9x400'"),
+    (["--shape", "9x300", "--launches", "0"], "argument --launches: --launches must be a whole number ≥ 1, got '0'"),
+])
+def test_launch_tile_refuses_bad_values(argv, message, capsys):
+    _tool_error("launch_tile", argv, message, capsys)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
+def test_launch_tile_refuses_a_gpu_sized_problem_in_the_interpreter(capsys):
+    from tests.test_tools import _tool
+
+    assert _tool("launch_tile").main([]) == 2  # the default 16384x4096
+    assert capsys.readouterr().err == ("launch_tile: without a GPU (Triton's interpreter) --shape is at most 4194304 "
+                                       "elements, got 16384x4096 (67108864); e.g. --shape 9x300\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--targets", ","], "--targets names at least one GPU, got ','"),
+    (["--targets", ""], "--targets names at least one GPU, got ''"),
+    (["--targets", "sm90", "--jobs", "0"], "argument --jobs: --jobs must be a whole number ≥ 1, got '0'"),
+    (["--jobs", "4"], "--jobs goes with --targets (the other checks compile in this process)"),
+    (["--full"], "--full goes with --targets"),
+])
+def test_compile_check_refuses_options_that_would_check_nothing(argv, message, capsys):
+    _tool_error("compile_check", argv, message, capsys)

@@ -6,7 +6,7 @@ measured for minutes must not end in a traceback because --json names a director
 
 import argparse
 import os
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 
 def output_path(option: str):
@@ -49,3 +49,16 @@ def distinct_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, 
         for second, other in given[i + 1:]:
             if os.path.abspath(path) == os.path.abspath(other):
                 parser.error(f"{first} and {second} name the same file {path!r}; each needs its own")
+
+
+def whole_numbers(option: str, minimum: int = 1):
+    """An argparse type: '1,2, 4' → [1, 2, 4], each a whole number ≥ minimum, each once."""
+
+    def parse(text: str) -> List[int]:
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        if not items or not all(s.isdigit() and int(s) >= minimum for s in items):
+            raise argparse.ArgumentTypeError(f"{option} must be comma-separated whole numbers ≥ {minimum}, "
+                                             f"got {text!r}")
+        return list(dict.fromkeys(int(s) for s in items))
+
+    return parse
