@@ -261,3 +261,31 @@ def test_launch_tile_refuses_a_gpu_sized_problem_in_the_interpreter(capsys):
 ])
 def test_compile_check_refuses_options_that_would_check_nothing(argv, message, capsys):
     _tool_error("compile_check", argv, message, capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--families", "rms,foo"], "argument --families: --families must be among rms, fused_add, layer_norm, got "
+                                "'rms,foo'"),
+    (["--widths", "0"], "argument --widths: --widths must be comma-separated whole numbers ≥ 1, got '0'"),
+    (["--widths", "4k"], "argument --widths: --widths must be comma-separated whole numbers ≥ 1, got '4k'"),
+    (["--tile", "2048"], "argument --tile: --tile must look like ROWSxWIDTHwWARPS[p][j][c][S][r][sK]"),
+    (["--flags", "BF16_PAIRS"], "argument --flags: --flags must be NAME=INT,..., e.g. BF16_PAIRS=0, got 'BF16_PAIRS'"),
+    (["--flags", "NOT_A_CONSTEXPR=1"], "--flags names the bwd kernel's constexprs, got NOT_A_CONSTEXPR"),
+    (["--num-stages", "0"], "argument --num-stages: --num-stages must be a whole number ≥ 1, got '0'"),
+])
+def test_ptx_stats_refuses_bad_values(argv, message, capsys):
+    _tool_error("ptx_stats", argv, message, capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shapes", "bf16"], "argument --shapes: --shapes must be DTYPE:MxN,..., DTYPE among bf16, fp32, fp16, "
+                           "e.g. bf16:65536x32769, got 'bf16'"),
+    (["--shapes", "fp8:4x4"], "argument --shapes: --shapes must be DTYPE:MxN,..., DTYPE among bf16, fp32, fp16, "
+                              "e.g. bf16:65536x32769, got 'fp8:4x4'"),
+    (["--shapes", "bf16:0x4"], "argument --shapes: --shapes must be DTYPE:MxN,..., DTYPE among bf16, fp32, fp16, "
+                               "e.g. bf16:65536x32769, got 'bf16:0x4'"),
+    (["--shapes", ","], "argument --shapes: --shapes names no DTYPE:MxN, got ','"),
+    (["--families", "gated"], "argument --families: --families must be among rms, layer_norm, fused_add, got 'gated'"),
+])
+def test_check_huge_refuses_bad_values(argv, message, capsys):
+    _tool_error("check_huge", argv, message, capsys)
