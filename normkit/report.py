@@ -47,7 +47,6 @@ those of a serial run.
 """
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -57,6 +56,7 @@ import torch
 
 from . import _runtime, lowlevel
 from .bench import output, precompile
+from .bench.options import output_path
 from .bench.cases import Case, representative
 from .bench.inputs import float64_errors, make_inputs
 
@@ -276,7 +276,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_jobs, metavar="N",
                    help=f"on a GPU, compile the kernels first in N worker processes (default: min("
                         f"{precompile.MAX_WORKERS}, CPU count); 0: none, each compiles on first use)")
-    p.add_argument("--json", metavar="PATH", help="write every case's errors, verdict and timings as JSON")
+    p.add_argument("--json", metavar="PATH", type=output_path("--json"),
+                   help="write every case's errors, verdict and timings as JSON")
     return p
 
 
@@ -345,8 +346,7 @@ def main(argv=None) -> int:
     print(f"\n{'PASS' if passed else 'FAIL'}: {len(rows) - failures}/{len(rows)} cases pass "
           f"({time.perf_counter() - started:.1f} s)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+        output.write_json(report, args.json)
     return 0 if passed else 1
 
 

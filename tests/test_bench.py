@@ -396,9 +396,9 @@ def test_a_family_without_a_peer_skips_it(capsys):
 
 # ----------------------------------------------------------------------------- the command line
 @pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
-def test_cli_without_gpu_measures_nothing(capsys):
-    assert cli.main([]) == 0
-    assert "needs a CUDA GPU" in capsys.readouterr().out
+def test_cli_without_gpu_measures_nothing_and_fails(capsys):
+    assert cli.main([]) == 1
+    assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
 def test_cli_dry_run(capsys, tmp_path):
@@ -529,9 +529,9 @@ def test_eager_options_are_validated(argv, message, capsys):
 
 
 @pytest.mark.skipif(ON_GPU, reason="the CPU behaviour")
-def test_eager_without_gpu_measures_nothing(capsys):
-    assert cli.main(["--eager"]) == 0
-    assert "needs a CUDA GPU" in capsys.readouterr().out
+def test_eager_without_gpu_measures_nothing_and_fails(capsys):
+    assert cli.main(["--eager"]) == 1
+    assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
 def test_eager_dry_run(capsys, tmp_path):

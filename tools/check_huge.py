@@ -29,6 +29,7 @@ TOOLS = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(TOOLS.parent), str(TOOLS)]
 
 import normkit  # noqa: E402
+from normkit.bench.cli import _parse_names, parse_shapes  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
 TOL = {torch.bfloat16: 8e-3, torch.float16: 1e-3, torch.float32: 1e-5}  # relative Frobenius error
@@ -119,20 +120,41 @@ def check(dtype, m, n, family):
     return good
 
 
+FAMILIES = ("rms", "layer_norm", "fused_add")
+
+
+def _specs(text):
+    """'bf16:65536x32769,fp32:33000x65536' → [(torch.bfloat16, 65536, 32769), (torch.float32, 33000, 65536)]."""
+    specs = []
+    for spec in filter(None, (s.strip() for s in text.split(","))):
+        name, _, shape = spec.partition(":")
+        try:
+            (m, n), = parse_shapes(shape)
+        except (argparse.ArgumentTypeError, ValueError):
+            m = n = None
+        if name not in DTYPES or m is None:
+            raise argparse.ArgumentTypeError(f"--shapes must be DTYPE:MxN,..., DTYPE among {', '.join(DTYPES)}, "
+                                             f"e.g. bf16:65536x32769, got {spec!r}")
+        specs.append((DTYPES[name], m, n))
+    if not specs:
+        raise argparse.ArgumentTypeError(f"--shapes names no DTYPE:MxN, got {text!r}")
+    return list(dict.fromkeys(specs))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shapes", default="bf16:65536x32769,fp32:33000x65536")
-    parser.add_argument("--families", default="rms,layer_norm,fused_add")
+    parser.add_argument("--shapes", type=_specs, default="bf16:65536x32769,fp32:33000x65536",
+                        help="DTYPE:MxN problems, comma-separated")
+    parser.add_argument("--families", type=lambda text: _parse_names(text, FAMILIES, "--families"),
+                        default=",".join(FAMILIES), help="among " + ",".join(FAMILIES))
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("check_huge: needs a CUDA device")
         return 2
     ok = True
-    for spec in args.shapes.split(","):
-        name, shape = spec.split(":")
-        m, n = (int(v) for v in shape.split("x"))
-        for family in args.families.split(","):
-            ok &= check(DTYPES[name], m, n, family)
+    for dtype, m, n in args.shapes:
+        for family in args.families:
+            ok &= check(dtype, m, n, family)
             torch.cuda.empty_cache()
     print(f"check_huge: {'all OK' if ok else 'FAILURES'}; peak memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
     return 0 if ok else 1

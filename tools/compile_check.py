@@ -30,6 +30,7 @@ try:  # Triton 3.2 takes specialisations as an AttrsDescriptor and constexprs ou
 except ImportError:
     AttrsDescriptor = None
 
+from normkit.bench.cli import _positive
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel, sum_partials_kernel
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -280,16 +281,21 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", help="comma-separated GPUs: sm80, sm89, sm90, sm100, gfx942, gfx950 — compile "
                                           "the heuristics' picks for each (a representative subset; --full: all)")
     parser.add_argument("--full", action="store_true", help="with --targets: every distinct pick, not the subset")
-    parser.add_argument("--jobs", type=int, default=1, help="with --targets: compile in this many processes")
+    parser.add_argument("--jobs", type=_positive("--jobs"), help="with --targets: compile in this many processes "
+                                                                  "(default 1)")
     args = parser.parse_args(argv)
-    if args.full and not args.targets:
+    if args.full and args.targets is None:
         parser.error("--full goes with --targets")
-    if args.targets:
+    if args.jobs and args.targets is None:
+        parser.error("--jobs goes with --targets (the other checks compile in this process)")
+    if args.targets is not None:
+        targets = list(dict.fromkeys(t.strip() for t in args.targets.split(",") if t.strip()))
+        if not targets:
+            parser.error(f"--targets names at least one GPU, got {args.targets!r}")
         sys.path.insert(0, str(ROOT / "tools"))
         import compile_targets
 
-        return compile_targets.run([t.strip() for t in args.targets.split(",") if t.strip()], args.full,
-                                   args.jobs)
+        return compile_targets.run(targets, args.full, args.jobs or 1)
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("compile_check: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
         return 2

@@ -18,10 +18,12 @@ target. Autotuning launches its candidates too, so profile a second process over
 
 import argparse
 import gc
+import sys
 
 import torch
 from torch._inductor.utils import run_and_get_code
 
+from normkit.bench.cli import parse_shapes
 from normkit.bench.families import FAMILIES, make_sample
 from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
 
@@ -49,7 +51,7 @@ def kept_configs() -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="fused_add", choices=sorted(FAMILIES))
-    parser.add_argument("--shapes", default="16384x2048,16384x4096")
+    parser.add_argument("--shapes", type=parse_shapes, default="16384x2048,16384x4096", help="M×N shapes")
     parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     parser.add_argument("--no-source", action="store_true", help="print timings and configs only")
     parser.add_argument("--launches", type=int, default=0,
@@ -57,14 +59,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.launches < 0:
         parser.error(f"--launches is a count of launches (0: time them instead), got {args.launches}")
+    if not torch.cuda.is_available():
+        print("inductor_code: needs a CUDA device (it compiles and times for the GPU)", file=sys.stderr)
+        return 2
     dev = torch.device("cuda")
     family, dtype = FAMILIES[args.family], DTYPES[args.dtype]
     bw = copy_bandwidth(dev)
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
     side = torch.cuda.Stream()  # graph_time captures on a side stream
     impls = {name: family.load(name) for name in ("normkit", "compile")}
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
+    for m, n in args.shapes:
+        shape = f"{m}x{n}"
         nbytes = min_bytes("fwd", m, n, torch.empty((), dtype=dtype).element_size(), family.name)
         samples = [make_sample(family, (dtype, m, n), dev, seed) for seed in range(input_sets_needed(nbytes))]
         with torch.no_grad(), torch.cuda.stream(side):

@@ -21,8 +21,19 @@ import torch
 
 from normkit import config as cfg
 from normkit import ops
+from normkit.bench.cli import _positive, parse_shapes
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# Without a GPU the launches run in Triton's interpreter: 256x4096 takes a few seconds there, the GPU default
+# 16384x4096 minutes, so larger problems are refused rather than left to look like a hang
+CPU_MAX_ELEMENTS = 1 << 22
+
+
+def _one_shape(text):
+    shapes = parse_shapes(text)
+    if len(shapes) != 1:
+        raise argparse.ArgumentTypeError(f"--shape is one MxN problem, got {text!r}")
+    return shapes[0]
 
 
 def parse_args(argv=None):
@@ -30,12 +41,12 @@ def parse_args(argv=None):
     p.add_argument("--kind", choices=["bwd", "fwd"], default="bwd")
     p.add_argument("--family", choices=["rms", "fused_add", "layer_norm"], default="layer_norm")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    p.add_argument("--shape", default="16384x4096", help="MxN")
+    p.add_argument("--shape", type=_one_shape, default="16384x4096", help="MxN")
     p.add_argument("--tile", help="backward: block_m,block_n,num_warps,programs_per_sm (default: the heuristic's)")
     p.add_argument("--config", help="a tools/tune.py --config spec instead of --tile, e.g. 1x32768:32:col")
     p.add_argument("--no-prefetch", action="store_true", help="with --tile: do not prefetch the next row block")
     p.add_argument("--joined", action="store_true", help="with --tile: Σ(g·h) and Σg in one reduction tree")
-    p.add_argument("--launches", type=int, default=4)
+    p.add_argument("--launches", type=_positive("--launches"), default=4, help="launches of the tile checked")
     return p.parse_args(argv)
 
 
@@ -66,8 +77,12 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"launch_tile: {e}", file=sys.stderr)
         return 2
-    m, n = (int(v) for v in args.shape.split("x"))
+    m, n = args.shape
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu" and m * n > CPU_MAX_ELEMENTS:
+        print(f"launch_tile: without a GPU (Triton's interpreter) --shape is at most {CPU_MAX_ELEMENTS} elements, "
+              f"got {m}x{n} ({m * n}); e.g. --shape 9x300", file=sys.stderr)
+        return 2
     dtype = DTYPES[args.dtype]
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.randn(m, n, device=device, dtype=dtype, generator=g)

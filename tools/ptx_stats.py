@@ -33,6 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import compile_check as cc  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import launchers  # noqa: E402
+from normkit.bench.cli import _parse_names, _positive  # noqa: E402
+from normkit.bench.options import whole_numbers  # noqa: E402
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel  # noqa: E402
 
 SMS = 132  # an H200
@@ -141,20 +143,42 @@ def parse_tile(text):
                           reload="S" in rest and "r" in rest)
 
 
+FAMILIES = ("rms", "fused_add", "layer_norm")
+
+
+def _families(text):
+    return _parse_names(text, FAMILIES, "--families")
+
+
+def _tile(text):
+    try:
+        return parse_tile(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tile must look like ROWSxWIDTHwWARPS[p][j][c][S][r][sK], e.g. 1x2048w4pj, "
+                                         f"got {text!r}") from None
+
+
+def _flags(text):
+    try:
+        return {name.strip(): int(value) for name, value in (f.split("=") for f in text.split(",") if f.strip())}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--flags must be NAME=INT,..., e.g. BF16_PAIRS=0, got {text!r}") from None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--kind", choices=["fwd", "bwd"], default="bwd")
-    p.add_argument("--families", default="rms,fused_add,layer_norm")
-    p.add_argument("--widths", default="1024,2048,4096,8192")
+    p.add_argument("--families", type=_families, default=",".join(FAMILIES), help="among " + ",".join(FAMILIES))
+    p.add_argument("--widths", type=whole_numbers("--widths"), default="1024,2048,4096,8192", help="row lengths N")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
     p.add_argument("--out-dtype", choices=["bf16", "fp16", "fp32"],
                    help="forward: y's dtype (out_dtype; default x's) — the heuristic's tile takes its size")
     p.add_argument("--residual-dtype", choices=["bf16", "fp16", "fp32"],
                    help="forward: the residual's and residual_out's dtype (residual_dtype; default x's)")
-    p.add_argument("--tile", help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
+    p.add_argument("--tile", type=_tile, help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
                                   "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
-    p.add_argument("--num-stages", type=int, default=3, help="the launch's num_stages (software pipelining of loops)")
-    p.add_argument("--flags", help="extra constexprs for an experiment, NAME=INT,..., e.g. WEIGHT_FIRST=1")
+    p.add_argument("--num-stages", type=_positive("--num-stages"), default=3, help="the launch's num_stages (software pipelining of loops)")
+    p.add_argument("--flags", type=_flags, default={}, help="extra constexprs for an experiment, NAME=INT,..., e.g. BF16_PAIRS=0")
     p.add_argument("--recompute", action="store_true",
                    help="backward: statistics recomputed in the kernel (no saved mean / rstd)")
     p.add_argument("--max-registers", type=int, default=None,
@@ -165,26 +189,29 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.kind != "fwd" and (args.out_dtype or args.residual_dtype):
         p.error(f"--out-dtype and --residual-dtype are the forward's (--kind fwd), got --kind {args.kind}")
-    if args.residual_dtype and "fused_add" not in args.families.split(","):
-        p.error(f"--residual-dtype is the fused add's (its residual's dtype), got --families {args.families}")
+    if args.residual_dtype and "fused_add" not in args.families:
+        p.error(f"--residual-dtype is the fused add's (its residual's dtype), got --families {','.join(args.families)}")
     if args.recompute and args.kind != "bwd":
         p.error(f"--recompute is the backward's (the forward computes the statistics), got --kind {args.kind}")
+    kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
+    unknown = [name for name in args.flags if name not in kernel.arg_names]
+    if unknown:
+        p.error(f"--flags names the {args.kind} kernel's constexprs, got {', '.join(unknown)}")
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("ptx_stats: unset TRITON_INTERPRET (the kernels must be JIT functions)", file=sys.stderr)
         return 2
-    extra = {k: int(v) for k, v in (f.split("=") for f in args.flags.split(","))} if args.flags else {}
+    extra = dict(args.flags)
     if args.recompute:
         extra.update(RECOMPUTE_STATS=True, RSTD=None, MEAN=None)
-    kernel = norm_fwd_kernel if args.kind == "fwd" else norm_bwd_kernel
     pointers = dict(cc.FWD_POINTERS if args.kind == "fwd" else cc.BWD_POINTERS)
     if args.out_dtype:
         pointers["Y"] = "*" + args.out_dtype
     if args.residual_dtype:
         pointers.update(RESIDUAL="*" + args.residual_dtype, RESIDUAL_OUT="*" + args.residual_dtype)
     sizes = {"bf16": 2, "fp16": 2, "fp32": 4}
-    for family in args.families.split(","):
-        for n in map(int, args.widths.split(",")):
-            config = parse_tile(args.tile) if args.tile else cfg.tile_config(
+    for family in args.families:
+        for n in args.widths:
+            config = args.tile if args.tile else cfg.tile_config(
                 n, args.kind == "bwd", False, multiprocessors=SMS, residual=family == "fused_add",
                 layer_norm=family == "layer_norm", element_size=sizes[args.dtype], recompute=args.recompute,
                 out_element_size=sizes[args.out_dtype] if args.out_dtype else 0)

@@ -15,13 +15,15 @@ import argparse
 import contextlib
 import dataclasses
 import itertools
-import json
 import sys
 
 import torch
 
 from normkit import config as cfg
 from normkit import launchers, ops
+from normkit.bench.cli import _positive, parse_shapes
+from normkit.bench.output import write_json
+from normkit.bench.options import output_path, whole_numbers
 from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -131,6 +133,25 @@ def grid_size(spec, slots, row_blocks):
     return int(spec)
 
 
+GRID_NAMES = ("heuristic", "balanced", "divisor")
+
+
+def _grids(text):
+    """--grids: comma-separated heuristic, balanced, divisor or a number of programs ≥ 1."""
+    specs = [s.strip() for s in text.split(",") if s.strip()]
+    if not specs or not all(s in GRID_NAMES or (s.isdigit() and int(s) >= 1) for s in specs):
+        raise argparse.ArgumentTypeError(f"--grids must be comma-separated {', '.join(GRID_NAMES)} or a number of "
+                                         f"programs ≥ 1, got {text!r}")
+    return list(dict.fromkeys(specs))
+
+
+def _config(spec):
+    try:
+        return parse_config(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 @contextlib.contextmanager
 def forced_grid(programs):
     """Every backward launch inside uses `programs` persistent programs (a sweep-only override)."""
@@ -145,7 +166,7 @@ def forced_grid(programs):
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
-    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--shapes", type=parse_shapes, default=",".join(SHAPES), help="M×N shapes, e.g. 16384x4096,4096x2048")
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm"],
                    help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
@@ -161,12 +182,13 @@ def main(argv=None):
     p.add_argument("--recompute", action="store_true",
                    help="backward: recompute the statistics from x (rstd / mean not passed) instead of reading them")
     p.add_argument("--weight-dtype", choices=list(DTYPES), help="the weight (and bias) in this dtype (default: --dtype), e.g. fp32")
-    p.add_argument("--ppsm", default="1,2,4,8")
-    p.add_argument("--json")
-    p.add_argument("--one-tile-limit", type=int, help="also try whole rows in registers up to this N (spills)")
-    p.add_argument("--max-tile", type=int, default=16384, help="largest tile (elements) tried")
-    p.add_argument("--block-m", help="only tiles of these rows (comma-separated), e.g. 16,32")
-    p.add_argument("--warps", help="only tiles on these warp counts (comma-separated), e.g. 1,2")
+    p.add_argument("--ppsm", type=whole_numbers("--ppsm"), default="1,2,4,8",
+                   help="backward: programs an SM tried with each tile (comma-separated)")
+    p.add_argument("--json", type=output_path("--json"), help="write the results as JSON")
+    p.add_argument("--one-tile-limit", type=_positive("--one-tile-limit"), help="also try whole rows in registers up to this N (spills)")
+    p.add_argument("--max-tile", type=_positive("--max-tile"), default=16384, help="largest tile (elements) tried")
+    p.add_argument("--block-m", type=whole_numbers("--block-m"), help="only tiles of these rows (comma-separated), e.g. 16,32")
+    p.add_argument("--warps", type=whole_numbers("--warps"), help="only tiles on these warp counts (comma-separated), e.g. 1,2")
     p.add_argument("--split", choices=["no", "also", "only"], default="also",
                    help="backward: also (or only) try split-row configs")
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
@@ -174,9 +196,9 @@ def main(argv=None):
     p.add_argument("--joined", choices=["no", "also", "only"], default="no",
                    help="backward, whole-row tiles (not split): also (or only) try Σ(g·h), Σg in one tree "
                         "(LayerNorm only: the kernel ignores it for RMSNorm)")
-    p.add_argument("--async-stages", help="backward, whole-row tiles (not split): also try each plain tile with its "
+    p.add_argument("--async-stages", type=whole_numbers("--async-stages"), help="backward, whole-row tiles (not split): also try each plain tile with its "
                                           "row loop's loads staged in shared memory this deep, e.g. 2,3,4 (async_stages)")
-    p.add_argument("--config", action="append", default=[],
+    p.add_argument("--config", action="append", default=[], type=_config,
                    help="time only these tiles (repeatable): BLOCK_MxBLOCK_N:WARPS, with :col for the "
                         "column path (the row read twice, the second time from L2), :reload for a whole row "
                         "read again for y (split parts: the previous row block read again after the exchange; the "
@@ -188,7 +210,7 @@ def main(argv=None):
                                                        "short by a time limit still reports)")
     p.add_argument("--heuristic-only", action="store_true",
                    help="time only the heuristic's tile (one line a shape: an A/B of two builds, tools/device_env.sh)")
-    p.add_argument("--grids", help="backward: time only the heuristic's tile, with these grid sizes "
+    p.add_argument("--grids", type=_grids, help="backward: time only the heuristic's tile, with these grid sizes "
                                    "(comma-separated: heuristic, balanced, divisor or a number)")
     args = p.parse_args(argv)
     dtype = DTYPES[args.dtype]
@@ -207,6 +229,11 @@ def main(argv=None):
     if args.heuristic_only and (args.config or args.grids):
         p.error(f"--heuristic-only times the heuristic's tile alone; --config / --grids choose what else to time, "
                 f"got {'--config' if args.config else '--grids'}")
+    if args.grids and args.kind != "bwd":
+        p.error(f"--grids sizes the backward's persistent grid, got --kind {args.kind}")
+    if not torch.cuda.is_available():
+        print("tune: needs a CUDA device (it times kernels on the GPU)", file=sys.stderr)
+        return 2
     family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
     dev = torch.device("cuda")
     sms = launchers.multiprocessor_count(dev)
@@ -214,8 +241,8 @@ def main(argv=None):
     print(f"copy bandwidth {bw / 1e9:.0f} GB/s", flush=True)
     results = []
     side = torch.cuda.Stream()
-    for shape in args.shapes.split(","):
-        m, n = map(int, shape.split("x"))
+    for m, n in args.shapes:
+        shape = f"{m}x{n}"
         nbytes = min_bytes(args.kind, m, n, dtype.itemsize, "fused_add" if fused else args.family)
         if args.kind == "fwd":  # y's bytes in its own dtype (min_bytes counts x's for every tensor)
             nbytes += m * n * (out_dtype.itemsize - dtype.itemsize)
@@ -263,10 +290,10 @@ def main(argv=None):
         ref = outs[0].clone()
         rows = []
         plain = [] if args.split == "only" else candidates(n, args.kind, args.one_tile_limit, args.max_tile)
-        plain = [c for c in plain if (not args.block_m or str(c.block_m) in args.block_m.split(","))
-                 and (not args.warps or str(c.num_warps) in args.warps.split(","))]
+        plain = [c for c in plain if (not args.block_m or c.block_m in args.block_m)
+                 and (not args.warps or c.num_warps in args.warps)]
         configs = [(c, pp) for c in plain
-                   for pp in ([int(v) for v in args.ppsm.split(",")] if args.kind == "bwd" else [1])]
+                   for pp in (args.ppsm if args.kind == "bwd" else [1])]
         if args.kind == "bwd" and args.split != "no":
             configs += [(c, c.programs_per_sm) for c in split_candidates(n)]
         if args.kind == "bwd" and args.prefetch != "no":
@@ -280,16 +307,16 @@ def main(argv=None):
         if args.kind == "bwd" and args.async_stages:
             configs += [(dataclasses.replace(c, async_stages=int(k)), pp) for c, pp in configs
                         if c.one_tile and not c.split and not c.prefetch and not c.async_stages
-                        for k in args.async_stages.split(",")]
+                        for k in args.async_stages]
         if args.config:
-            configs = [(c, c.programs_per_sm) for c in map(parse_config, args.config)]
+            configs = [(c, c.programs_per_sm) for c in args.config]
         if args.heuristic_only:
             configs = []
         configs.insert(0, (default, default.programs_per_sm))
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)
             row_blocks = cfg.cdiv(m, default.block_m)
-            for spec in args.grids.split(","):
+            for spec in args.grids:
                 programs = grid_size(spec, slots, row_blocks)
                 with torch.cuda.stream(side), forced_grid(programs):
                     fns = calls(default)
@@ -339,8 +366,7 @@ def main(argv=None):
         del xs, dys, outs, rstds, means, stats, dres
         torch.cuda.empty_cache()
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(copy_GBps=bw / 1e9, results=results), f, indent=1)
+        write_json(dict(copy_GBps=bw / 1e9, results=results), args.json)
     return 0
 
 

@@ -21,7 +21,6 @@ forward + backward at M = 1 … 16384, the host's Python and launches included.
 import argparse
 import contextlib
 import importlib.metadata
-import json
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -30,6 +29,7 @@ import torch
 from .. import lowlevel
 from . import eager, output, peers, timing
 from . import model_cli
+from .options import distinct_outputs, output_path
 from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
 EPS = 1e-6
@@ -70,7 +70,7 @@ DRY_RUN_IMPLS = ("normkit", "native")  # compile would spend most of a dry run c
 
 
 def parse_shapes(text: str) -> List[Tuple[int, int]]:
-    """'4096x2048,16384x4096' → [(4096, 2048), (16384, 4096)] (× or x, spaces allowed)."""
+    """'4096x2048,16384x4096' → [(4096, 2048), (16384, 4096)] (× or x, spaces allowed; each shape once)."""
     shapes = []
     for item in filter(None, (s.strip() for s in text.split(","))):
         parts = item.lower().replace("×", "x").split("x")
@@ -79,15 +79,15 @@ def parse_shapes(text: str) -> List[Tuple[int, int]]:
         shapes.append((int(parts[0]), int(parts[1])))
     if not shapes:
         raise argparse.ArgumentTypeError("no shape given")
-    return shapes
+    return list(dict.fromkeys(shapes))
 
 
 def _parse_names(text: str, allowed: Sequence[str], what: str) -> List[str]:
-    """'a, B,' → ['a', 'b'], each among `allowed`."""
+    """'a, B, a' → ['a', 'b'], each among `allowed`, each once."""
     names = [s.strip().lower() for s in text.split(",") if s.strip()]
     if not names or any(n not in allowed for n in names):
         raise argparse.ArgumentTypeError(f"{what} must be among {', '.join(allowed)}, got {text!r}")
-    return names
+    return list(dict.fromkeys(names))
 
 
 def parse_dtypes(text: str) -> List[torch.dtype]:
@@ -281,9 +281,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--impls", type=parse_impls,
                    help="among " + ",".join(peers.NAMES) + " (default: all that import; "
                         "a dry run: " + ",".join(DRY_RUN_IMPLS) + ")")
-    p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
-    p.add_argument("--csv", metavar="PATH", help="write the result rows as CSV, one per shape and implementation")
-    p.add_argument("--plot", metavar="PATH",
+    p.add_argument("--json", metavar="PATH", type=output_path("--json"),
+                   help="write the result rows and environment as JSON")
+    p.add_argument("--csv", metavar="PATH", type=output_path("--csv"),
+                   help="write the result rows as CSV, one per shape and implementation")
+    p.add_argument("--plot", metavar="PATH", type=output_path("--plot"),
                    help="PNG of %% copy vs N, per family (needs matplotlib)")
     p.add_argument("--markdown", action="store_true", help="also print the tables as markdown")
     p.add_argument("--dry-run", action="store_true",
@@ -314,18 +316,19 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
     # --model runs normkit.bench.model, whose options are its own; this parser only sees abbreviations of it
-    if any(a == "--model" or a.startswith("--model=") for a in argv) or p.parse_args(argv).model:
+    if any(a == "--model" or a.startswith("--model=") for a in argv) or p.parse_known_args(argv)[0].model:
         return model_cli.main(argv)
     args = p.parse_args(argv)
     if not args.eager and (args.calls or args.repeats):
         p.error("--calls and --repeats size the --eager loop; add --eager")
     if args.eager and args.plot:
         p.error("--plot draws % of copy bandwidth, which --eager does not measure")
+    distinct_outputs(p, args, ("json", "csv", "plot"))
     on_gpu = torch.cuda.is_available()
     if not on_gpu and not args.dry_run:
         print("normkit bench: timing needs a CUDA GPU (none here); nothing measured.\n"
-              "Use --dry-run to check the benchmark's plumbing with wall time on a tiny shape.")
-        return 0
+              "Use --dry-run to check the benchmark's plumbing with wall time on a tiny shape.", file=sys.stderr)
+        return 1
     device = torch.device("cuda" if on_gpu else "cpu")
     impls = args.impls or list(DRY_RUN_IMPLS if args.dry_run else peers.NAMES)
     if args.eager:
@@ -371,8 +374,7 @@ def _eager_main(args: argparse.Namespace, device: torch.device, impls: Sequence[
 def _finish(args: argparse.Namespace, results: List[Dict], env: Dict) -> int:
     """--json and --csv; exit status 1 when normkit itself failed on a shape."""
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": results}, f, indent=1)
+        output.write_json({"environment": env, "results": results}, args.json)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             output.write_csv(results, f)

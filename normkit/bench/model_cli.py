@@ -5,14 +5,15 @@ What is measured and how: `normkit.bench.model`; the profile: `normkit.bench.mod
 
 import argparse
 import dataclasses
-import json
 import sys
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
 from . import model_profile, output
-from .model import COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, run
+from .model import (COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, build_config,
+                    run)
+from .options import distinct_outputs, output_path
 
 # Without a GPU normkit's kernels run in Triton's interpreter, ~10^4× slower than compiled: small models only
 CPU_MAX_HIDDEN, CPU_MAX_TOKENS = 256, 1024
@@ -120,8 +121,10 @@ def parser() -> argparse.ArgumentParser:
                    help=f"also profile {model_profile.STEPS} steps per run, in the same order: GPU time by kernel "
                         "group, top kernels (--json: every kernel)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batches (default 0)")
-    p.add_argument("--json", metavar="PATH", help="write the result rows and environment as JSON")
-    p.add_argument("--csv", metavar="PATH", help="write the result rows as CSV, one per variant and mode")
+    p.add_argument("--json", metavar="PATH", type=output_path("--json"),
+                   help="write the result rows and environment as JSON")
+    p.add_argument("--csv", metavar="PATH", type=output_path("--csv"),
+                   help="write the result rows as CSV, one per variant and mode")
     p.add_argument("--markdown", action="store_true", help="also print the table as markdown")
     return p
 
@@ -129,12 +132,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    distinct_outputs(p, args, ("json", "csv"))
     on_gpu = torch.cuda.is_available()
     if not on_gpu and (args.hidden > CPU_MAX_HIDDEN or args.batch * args.seq > CPU_MAX_TOKENS):
         p.error(f"no GPU here: Triton's interpreter runs only --hidden ≤ {CPU_MAX_HIDDEN} and --batch × --seq ≤ "
                 f"{CPU_MAX_TOKENS} (given {args.hidden} and {args.batch} × {args.seq}); try {CPU_EXAMPLE}")
     fields = {f.name for f in dataclasses.fields(Settings)}
     settings = Settings(**{k: v for k, v in vars(args).items() if k in fields})
+    problem = config_problem(settings)
+    if problem:
+        p.error(f"--hidden {settings.hidden}, --layers {settings.layers}"
+                + (f", --vocab {settings.vocab}" if settings.vocab else "") + f": {problem}")
     rows, env = run(settings, torch.device("cuda" if on_gpu else "cpu"))
     print(method(env))
     print(output.text_table(HEADERS, table_rows(rows)))
@@ -147,12 +155,22 @@ def main(argv=None) -> int:
     return finish(args, rows, env)
 
 
+def config_problem(settings: Settings) -> Optional[str]:
+    """Why the model's transformers config refuses these sizes (its own message), or None."""
+    try:
+        build_config(settings)
+    except Exception as exc:  # transformers' validators raise their own classes, around a ValueError
+        cause = exc.__cause__ or exc
+        lines = str(cause).strip().splitlines()
+        return f"the {settings.model} config refuses them: {lines[-1].strip() if lines else type(cause).__name__}"
+    return None
+
+
 def finish(args: argparse.Namespace, rows: List[Dict], env: Dict) -> int:
     """--json (every row, losses and profiles included) and --csv (its scalar columns); exit status 1 when a
     normkit variant failed or its losses left the tolerance."""
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": rows}, f, indent=1)
+        output.write_json({"environment": env, "results": rows}, args.json)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             output.write_csv([{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in rows], f)

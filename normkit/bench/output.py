@@ -5,6 +5,7 @@ Rows of several families (their "family" key; RMSNorm when absent) get a section
 """
 
 import csv
+import json
 import math
 import sys
 from collections import defaultdict
@@ -198,6 +199,24 @@ def write_csv(results: Sequence[Dict], f: TextIO) -> None:
     writer = csv.DictWriter(f, fieldnames=columns, restval="", lineterminator="\n")
     writer.writeheader()
     writer.writerows(results)
+
+
+def finite_json(value):
+    """`value` with every float that is not finite as the string float() reads back ("nan", "inf", "-inf"):
+    strict JSON has no NaN or Infinity (json.dump's default writes them, which other readers refuse)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def write_json(value, path: str) -> None:
+    """`value` as strict JSON (`finite_json`) in the file at `path`."""
+    with open(path, "w") as f:
+        json.dump(finite_json(value), f, indent=1, allow_nan=False)
 
 
 def _by_shape(results: Sequence[Dict]) -> Dict[str, Dict[str, Dict]]:

@@ -6,6 +6,8 @@ device to run on; each of those ends in one line on stderr, "normkit challenge: 
 """
 
 import argparse
+import math
+import os
 import sys
 from typing import List
 
@@ -22,7 +24,10 @@ __all__ = ["main", "grade_backward", "grade_forward"]
 
 
 def _seconds(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
     return value
@@ -86,10 +91,14 @@ def _list() -> int:
 def _starter(args) -> int:
     statement = statements.STATEMENTS[args.name]
     path = args.out or statement.starter_path()
+    if os.path.isdir(path):
+        return _error(f"--out {path} is a directory; give a file path")
     try:
         statements.write_starter(args.name, args.lang, path, args.force)
     except FileExistsError as error:
         return _error(error)
+    except OSError as error:  # no such directory, not writable
+        return _error(f"cannot write the starter to --out {path}: {error.strerror or error}")
     print(f"wrote {path}; grade it with: python -m normkit challenge {args.name} --solution {path}")
     return 0
 
