@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .bench import options
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SUCCESSOR_PROBABILITIES = (0.4, 0.3, 0.2, 0.1)
 ENTROPY = -sum(p * math.log(p) for p in SUCCESSOR_PROBABILITIES)  # the best achievable loss, ≈ 1.28
@@ -207,17 +209,21 @@ def parser(on_gpu: bool) -> argparse.ArgumentParser:
         description="Train a tiny LLaMA-style decoder twice from the same seed and data, with torch.nn.RMSNorm "
                     "and after normkit.patch, and print both loss curves. The defaults are larger on a GPU.")
     for name, text in OPTION_HELP.items():
-        p.add_argument(f"--{name}", type=int, default=getattr(default, name), help=text + " (default %(default)s)")
+        p.add_argument(f"--{name}", type=options.whole_number(f"--{name}", 0 if name == "seed" else 1),
+                       default=getattr(default, name), help=text + " (default %(default)s)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default=default.dtype,
                    help="dtype of the model and its activations (default %(default)s)")
-    p.add_argument("--lr", type=float, default=default.lr, help="AdamW learning rate (default %(default)s)")
-    p.add_argument("--plot", metavar="PATH", help="write the two loss curves as a PNG (needs matplotlib)")
-    p.add_argument("--json", metavar="PATH", help="write the configuration, both curves and timings as JSON")
+    p.add_argument("--lr", type=options.positive_number("--lr"), default=default.lr, help="AdamW learning rate (default %(default)s)")
+    p.add_argument("--plot", metavar="PATH", type=options.output_path("--plot"), help="write the two loss curves as a PNG (needs matplotlib)")
+    p.add_argument("--json", metavar="PATH", type=options.output_path("--json"), help="write the configuration, both curves and timings as JSON")
     return p
 
 
 def parse_args(argv: Optional[List[str]], on_gpu: bool) -> argparse.Namespace:
-    return parser(on_gpu).parse_args(argv)
+    p = parser(on_gpu)
+    args = p.parse_args(argv)
+    options.distinct_outputs(p, args, ("json", "plot"))
+    return args
 
 
 def describe_backend(device: torch.device) -> str:

@@ -133,7 +133,7 @@ def test_report_is_an_alias_of_verify(capsys):
     (["verify", "--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),
     (["--nope"], "python -m normkit verify: error: unrecognized arguments: --nope"),  # the default command's
     (["bench", "--shapes", "3y4"], "python -m normkit bench: error: argument --shapes: shape must look like"),
-    (["demo", "--steps", "many"], "python -m normkit demo: error: argument --steps: invalid int value: 'many'"),
+    (["demo", "--steps", "many"], "python -m normkit demo: error: argument --steps: --steps must be a whole number ≥ 1, got 'many'"),
     (["verify", "--jobs", "-1"], "python -m normkit verify: error: argument --jobs: --jobs must be a whole number"),
     (["--full", "--jobs", "x"], "python -m normkit verify: error: argument --jobs: --jobs must be a whole number"),
     (["bench", "--eager", "--calls", "0"], "python -m normkit bench: error: argument --calls: --calls must be a whole"),

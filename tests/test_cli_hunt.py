@@ -289,3 +289,28 @@ def test_ptx_stats_refuses_bad_values(argv, message, capsys):
 ])
 def test_check_huge_refuses_bad_values(argv, message, capsys):
     _tool_error("check_huge", argv, message, capsys)
+
+
+# ----------------------------------------------------------------------------- demo and challenge sizes
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "0"], "argument --steps: --steps must be a whole number ≥ 1, got '0'"),
+    (["--heads", "x"], "argument --heads: --heads must be a whole number ≥ 1, got 'x'"),
+    (["--seed", "-1"], "argument --seed: --seed must be a whole number ≥ 0, got '-1'"),
+    (["--lr", "nan"], "argument --lr: --lr must be a finite number > 0, got 'nan'"),
+    (["--json", "{0}"], "argument --json: --json must be a file path that can be written"),
+    (["--json", "{0}/r", "--plot", "{0}/r"], "--json and --plot name the same file"),
+])
+def test_demo_refuses_bad_values_before_it_trains(argv, message, tmp_path, capsys):
+    status, out, err = _run(["demo", *[a.format(tmp_path) for a in argv]], capsys)
+    _one_error(status, out, err, message, "python -m normkit demo")
+
+
+def test_a_challenge_too_large_for_memory_ends_in_one_line(monkeypatch, capsys):
+    from normkit.challenge import cli as challenge_cli
+
+    def no_memory(args):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 40000000000 bytes.")
+
+    monkeypatch.setattr(challenge_cli, "_run_grader", no_memory)
+    status, out, err = _run(["challenge", "rms-norm-forward", "-M", "100000", "-N", "100000"], capsys)
+    assert status == 1 and "Traceback" not in err and "do not fit in memory" in err and "smaller -M / -N" in err, err

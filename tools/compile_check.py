@@ -30,7 +30,7 @@ try:  # Triton 3.2 takes specialisations as an AttrsDescriptor and constexprs ou
 except ImportError:
     AttrsDescriptor = None
 
-from normkit.bench.cli import _positive
+from normkit.bench.options import whole_number
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel, sum_partials_kernel
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", help="comma-separated GPUs: sm80, sm89, sm90, sm100, gfx942, gfx950 — compile "
                                           "the heuristics' picks for each (a representative subset; --full: all)")
     parser.add_argument("--full", action="store_true", help="with --targets: every distinct pick, not the subset")
-    parser.add_argument("--jobs", type=_positive("--jobs"), help="with --targets: compile in this many processes "
+    parser.add_argument("--jobs", type=whole_number("--jobs"), help="with --targets: compile in this many processes "
                                                                   "(default 1)")
     args = parser.parse_args(argv)
     if args.full and args.targets is None:

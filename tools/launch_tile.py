@@ -21,7 +21,8 @@ import torch
 
 from normkit import config as cfg
 from normkit import ops
-from normkit.bench.cli import _positive, parse_shapes
+from normkit.bench.cli import parse_shapes
+from normkit.bench.options import whole_number
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Without a GPU the launches run in Triton's interpreter: 256x4096 takes a few seconds there, the GPU default
@@ -46,7 +47,7 @@ def parse_args(argv=None):
     p.add_argument("--config", help="a tools/tune.py --config spec instead of --tile, e.g. 1x32768:32:col")
     p.add_argument("--no-prefetch", action="store_true", help="with --tile: do not prefetch the next row block")
     p.add_argument("--joined", action="store_true", help="with --tile: Σ(g·h) and Σg in one reduction tree")
-    p.add_argument("--launches", type=_positive("--launches"), default=4, help="launches of the tile checked")
+    p.add_argument("--launches", type=whole_number("--launches"), default=4, help="launches of the tile checked")
     return p.parse_args(argv)
 
 

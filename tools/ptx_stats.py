@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import compile_check as cc  # noqa: E402
 from normkit import config as cfg  # noqa: E402
 from normkit import launchers  # noqa: E402
-from normkit.bench.cli import _parse_names, _positive  # noqa: E402
+from normkit.bench.cli import _parse_names  # noqa: E402
+from normkit.bench.options import whole_number  # noqa: E402
 from normkit.bench.options import whole_numbers  # noqa: E402
 from normkit.kernels import norm_bwd_kernel, norm_fwd_kernel  # noqa: E402
 
@@ -177,7 +178,7 @@ def main(argv=None) -> int:
                    help="forward: the residual's and residual_out's dtype (residual_dtype; default x's)")
     p.add_argument("--tile", type=_tile, help="this tile instead of the heuristic's, ROWSxWIDTHwWARPS[p][j][c][S] (p: prefetch, "
                                   "j: joined sums, c: column path, S: split-row part, r: with S, reload, sK: async_stages K), e.g. 1x2048w4pj; --widths then gives N")
-    p.add_argument("--num-stages", type=_positive("--num-stages"), default=3, help="the launch's num_stages (software pipelining of loops)")
+    p.add_argument("--num-stages", type=whole_number("--num-stages"), default=3, help="the launch's num_stages (software pipelining of loops)")
     p.add_argument("--flags", type=_flags, default={}, help="extra constexprs for an experiment, NAME=INT,..., e.g. BF16_PAIRS=0")
     p.add_argument("--recompute", action="store_true",
                    help="backward: statistics recomputed in the kernel (no saved mean / rstd)")

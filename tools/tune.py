@@ -21,7 +21,8 @@ import torch
 
 from normkit import config as cfg
 from normkit import launchers, ops
-from normkit.bench.cli import _positive, parse_shapes
+from normkit.bench.cli import parse_shapes
+from normkit.bench.options import whole_number
 from normkit.bench.output import write_json
 from normkit.bench.options import output_path, whole_numbers
 from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
@@ -185,8 +186,8 @@ def main(argv=None):
     p.add_argument("--ppsm", type=whole_numbers("--ppsm"), default="1,2,4,8",
                    help="backward: programs an SM tried with each tile (comma-separated)")
     p.add_argument("--json", type=output_path("--json"), help="write the results as JSON")
-    p.add_argument("--one-tile-limit", type=_positive("--one-tile-limit"), help="also try whole rows in registers up to this N (spills)")
-    p.add_argument("--max-tile", type=_positive("--max-tile"), default=16384, help="largest tile (elements) tried")
+    p.add_argument("--one-tile-limit", type=whole_number("--one-tile-limit"), help="also try whole rows in registers up to this N (spills)")
+    p.add_argument("--max-tile", type=whole_number("--max-tile"), default=16384, help="largest tile (elements) tried")
     p.add_argument("--block-m", type=whole_numbers("--block-m"), help="only tiles of these rows (comma-separated), e.g. 16,32")
     p.add_argument("--warps", type=whole_numbers("--warps"), help="only tiles on these warp counts (comma-separated), e.g. 1,2")
     p.add_argument("--split", choices=["no", "also", "only"], default="also",

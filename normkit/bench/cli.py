@@ -29,6 +29,7 @@ import torch
 from .. import lowlevel
 from . import eager, output, peers, timing
 from . import model_cli
+from . import options
 from .options import distinct_outputs, output_path
 from .families import FAMILIES, Case, Family, Sample, errors, make_sample
 
@@ -296,20 +297,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=list(model_cli.MODELS),
                    help="instead: training steps of a config-sized Hugging Face model, stock vs normkit.patch, eager "
                         "and compiled, with options of its own (`bench --model llama --help`)")
-    p.add_argument("--calls", type=_positive("--calls"), metavar="K",
+    p.add_argument("--calls", type=options.whole_number("--calls"), metavar="K",
                    help=f"--eager: calls per timed loop (default {eager.CALLS}; a dry run {eager.DRY_RUN['calls']})")
-    p.add_argument("--repeats", type=_positive("--repeats"), metavar="R",
+    p.add_argument("--repeats", type=options.whole_number("--repeats"), metavar="R",
                    help=f"--eager: timed loops (default {eager.REPEATS}; a dry run {eager.DRY_RUN['repeats']})")
     return p
-
-
-def _positive(option: str):
-    def parse(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < 1:
-            raise argparse.ArgumentTypeError(f"{option} must be a whole number ≥ 1, got {text!r}")
-        return int(text)
-
-    return parse
 
 
 def main(argv=None) -> int:

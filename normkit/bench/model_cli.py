@@ -13,6 +13,7 @@ import torch
 from . import model_profile, output
 from .model import (COMPILE_SCOPES, DEFAULT_VARIANTS, DTYPES, HIDDEN, MODELS, MODES, VARIANTS, Settings, build_config,
                     run)
+from . import options
 from .options import distinct_outputs, output_path
 
 # Without a GPU normkit's kernels run in Triton's interpreter, ~10^4× slower than compiled: small models only
@@ -79,7 +80,7 @@ def notes(rows: Sequence[Dict]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .cli import _parse_names, _positive  # (cli imports this module)
+    from .cli import _parse_names  # (cli imports this module)
 
     def names(allowed, what):
         return lambda text: list(dict.fromkeys(_parse_names(text, allowed, what)))
@@ -104,11 +105,11 @@ def parser() -> argparse.ArgumentParser:
     for option, help_text in (("batch", "sequences a step"), ("seq", "tokens a sequence"),
                               ("layers", "decoder layers"), ("steps", "timed steps"),
                               ("warmup", "untimed steps first (compilation)")):
-        p.add_argument(f"--{option}", type=_positive(f"--{option}"), default=getattr(default, option),
+        p.add_argument(f"--{option}", type=options.whole_number(f"--{option}"), default=getattr(default, option),
                        help=f"{help_text} (default {getattr(default, option)})")
-    p.add_argument("--hidden", type=_positive("--hidden"), default=HIDDEN,
+    p.add_argument("--hidden", type=options.whole_number("--hidden"), default=HIDDEN,
                    help=f"hidden size (default {HIDDEN}); heads, KV heads and MLP width scale with it, head dims stay")
-    p.add_argument("--vocab", type=_positive("--vocab"), help="vocabulary size (default: the config's)")
+    p.add_argument("--vocab", type=options.whole_number("--vocab"), help="vocabulary size (default: the config's)")
     p.add_argument("--dtype", choices=list(DTYPES), default=default.dtype,
                    help="weights, gradients and optimizer state (default bf16)")
     p.add_argument("--compile-scope", choices=COMPILE_SCOPES, default=default.compile_scope,

@@ -5,6 +5,7 @@ measured for minutes must not end in a traceback because --json names a director
 """
 
 import argparse
+import math
 import os
 from typing import List, Optional, Sequence
 
@@ -62,3 +63,30 @@ def whole_numbers(option: str, minimum: int = 1):
         return list(dict.fromkeys(int(s) for s in items))
 
     return parse
+
+
+def whole_number(option: str, minimum: int = 1):
+    """An argparse type: one whole number ≥ minimum."""
+
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{option} must be a whole number ≥ {minimum}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def positive_number(option: str):
+    """An argparse type: one finite number > 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"{option} must be a finite number > 0, got {text!r}")
+        return value
+
+    return parse
+

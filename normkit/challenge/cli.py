@@ -121,6 +121,13 @@ def _grade(args) -> int:
         return _run_grader(args)
     except (SolutionError, StartError) as error:
         return _error(error)
+    except RuntimeError as error:  # the grader's own tensors (x, the reference) did not fit
+        message = str(error)
+        if "out of memory" not in message and "can't allocate memory" not in message:
+            raise
+        print(f"normkit challenge: the inputs do not fit in memory ({message.splitlines()[0][:200]}); "
+              "try a smaller -M / -N", file=sys.stderr)
+        return 1
 
 
 def _run_grader(args) -> int:
