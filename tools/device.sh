@@ -82,10 +82,10 @@ run_step() {
         --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
       grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
     portable)
-      NORMKIT_PORTABLE=1 timeout -s INT 150 $PY -m pytest -x -q -p no:cacheprovider -rfE tests/test_split_rows.py \
+      NORMKIT_PORTABLE=1 timeout -s INT "${PORTABLE_TESTS_LIMIT:-150}" $PY -m pytest -x -q -p no:cacheprovider -rfE tests/test_split_rows.py \
         > "$OUT/portable-tests.log" 2>&1; echo "portable split tests rc=$? $(tail -1 "$OUT/portable-tests.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/portable-tests.log" | head -5
-      for v in tuned generic portable; do
+      for v in ${PORTABLE_VARIANTS:-tuned generic portable}; do
         case $v in tuned) E="";; generic) E="NORMKIT_ARCH=generic";; portable) E="NORMKIT_ARCH=generic NORMKIT_PORTABLE=1";; esac
         env $E timeout 100 $PY -m normkit bench --family rms,layer_norm --impls normkit --dtypes bf16 --markdown \
           --shapes 4096x16384,2048x32768,4096x65536,2048x131072 > "$OUT/portable-$v.log" 2>&1; echo "bench $v rc=$?"
