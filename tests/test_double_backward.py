@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import normkit
-from normkit import functional, ops
+from normkit import graphs, ops
 from tests.autograd_cases import by_name, float64_inputs, normkit_norm, path, torch_norm  # noqa: F401
 from tests.feature_cases import DTYPES, Case, _make_case_inputs
 from tests.utils import assert_matches
@@ -116,9 +116,9 @@ def test_penalty_low_precision_close_to_float64(spec, casting_mode, path):
 def test_first_order_backward_keeps_the_backward_op(path, monkeypatch):
     """Plain backward: the backward op (kernels), no graph. create_graph=True: the graph, not the op."""
     calls = []
-    outputs, graph = ops._bwd_outputs, functional._backward_graph  # (every kernel backward allocates with it)
+    outputs, graph = ops._bwd_outputs, graphs.backward_graph  # (every kernel backward allocates with it)
     monkeypatch.setattr(ops, "_bwd_outputs", lambda *a, **k: calls.append("op") or outputs(*a, **k))
-    monkeypatch.setattr(functional, "_backward_graph", lambda *a: calls.append("graph") or graph(*a))
+    monkeypatch.setattr(graphs, "backward_graph", lambda *a: calls.append("graph") or graph(*a))
     names, (x, w, b, r) = float64_inputs(Case.parse("ln fp32 w b res pre"), path)
     y, h = normkit.layer_norm(x, w, b, r, prenorm=True)
     dx = torch.autograd.grad((y, h), x, (torch.ones_like(y), torch.ones_like(h)), retain_graph=True)[0]
