@@ -1,0 +1,60 @@
+"""DTensor corner cases of normkit.distributed: 2 processes through tests/test_distributed.py's harness (one
+spawn per backend), in float64 against the same computation on the full plain tensors in one process:
+  strided    x placed _StridedShard, as reshaping a Shard(1) (B, S, N) DTensor to (B·S, N) leaves it: each
+             rank's weight gradient is a partial sum, all-reduced like a Shard's; a _StridedShard of the
+             normalised dimension raises as a Shard of it does
+"""
+
+import pytest
+import torch
+
+from test_distributed import outcomes  # noqa: F401 (the fixture: one spawn per backend runs SCENARIOS below)
+from test_distributed_modules import TOL, _full, _randn
+
+
+def _strided_case(mesh, weight_kind):
+    """rms_norm of x (B, S, N) Shard(1) reshaped to (B·S, N), against the same on the full tensors."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    import normkit
+
+    device = mesh.device_type
+    x, weight, dy = _randn(2, 6, 16, seed=0, device=device), _randn(16, seed=1, device=device), \
+        _randn(2, 6, 16, seed=2, device=device)
+    leaves = [t.clone().requires_grad_() for t in (x, weight)]
+    expected = normkit.rms_norm(leaves[0].reshape(12, 16), leaves[1])
+    expected.backward(dy.reshape(12, 16))
+
+    x_d = distribute_tensor(x, mesh, [Shard(1)]).requires_grad_()
+    weight_d = (distribute_tensor(weight, mesh, [Replicate()]) if weight_kind == "dtensor"
+                else torch.nn.Parameter(weight.clone())).requires_grad_()
+    flat = x_d.reshape(12, 16)
+    assert type(flat.placements[0]).__name__ == "_StridedShard", flat.placements  # (not a Shard subclass)
+    y = normkit.rms_norm(flat, weight_d)
+    assert tuple(y.placements) == tuple(flat.placements)
+    y.backward(distribute_tensor(dy, mesh, [Shard(1)]).reshape(12, 16))
+    torch.testing.assert_close(y.full_tensor(), expected.detach(), **TOL)
+    torch.testing.assert_close(x_d.grad.full_tensor(), leaves[0].grad, **TOL)
+    torch.testing.assert_close(_full(weight_d.grad), leaves[1].grad, **TOL)  # was each rank's partial sum
+
+
+def scenario_strided(rank, mesh):
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    import normkit
+
+    for weight_kind in ("dtensor", "plain"):
+        _strided_case(mesh, weight_kind)
+    x = distribute_tensor(_randn(2, 8, 4, seed=3, device=mesh.device_type), mesh, [Shard(2)]).reshape(2, 32)
+    assert type(x.placements[0]).__name__ == "_StridedShard", x.placements
+    with pytest.raises(ValueError, match=r"x of shape \(2, 32\) is sharded along dimension 1 .*reduces over"):
+        normkit.rms_norm(x)  # each rank held 16 of a row's 32 values: its statistics were wrong
+
+
+SCENARIOS = {"strided": scenario_strided}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_matches_single_process(outcomes, name):
+    for rank, results in enumerate(outcomes):
+        assert results.get(name) == "ok", f"rank {rank}, {name}:\n{results.get(name)}"
