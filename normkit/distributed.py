@@ -131,9 +131,19 @@ def _local_param(param, x: DTensor):
     return _ReplicateGrad.apply(param).to_local(grad_placements=grad_placements)
 
 
+def _global_stride(local: Tensor, shape) -> tuple:
+    """The strides of a tensor of the global `shape` whose dimensions lie in memory in `local`'s order (an
+    output is contiguous where x may not be: x's strides would misdescribe it, and a later
+    `.contiguous()` that trusts them would keep a non-contiguous local tensor)."""
+    stride, step = [0] * len(shape), 1
+    for d in sorted(range(local.dim()), key=lambda d: (local.stride(d), -d)):  # innermost first
+        stride[d], step = step, step * max(shape[d], 1)  # (torch.empty((0, N)).stride() is (N, 1))
+    return tuple(stride)
+
+
 def _to_dtensor(local: Tensor, x: DTensor) -> DTensor:
     return DTensor.from_local(_Waited.apply(local), x.device_mesh, x.placements, run_check=False, shape=x.shape,
-                              stride=x.stride())
+                              stride=_global_stride(local, x.shape))
 
 
 def apply(norm, x: DTensor, weight, bias, residual, gate, *options):

@@ -3,6 +3,8 @@ spawn per backend), in float64 against the same computation on the full plain te
   strided    x placed _StridedShard, as reshaping a Shard(1) (B, S, N) DTensor to (B·S, N) leaves it: each
              rank's weight gradient is a partial sum, all-reduced like a Shard's; a _StridedShard of the
              normalised dimension raises as a Shard of it does
+  layout     the outputs' DTensor strides describe their local tensors (x transposed: y is not laid out as
+             x, and y.transpose(...).contiguous().view(...) must see that)
 """
 
 import pytest
@@ -51,7 +53,24 @@ def scenario_strided(rank, mesh):
         normkit.rms_norm(x)  # each rank held 16 of a row's 32 values: its statistics were wrong
 
 
-SCENARIOS = {"strided": scenario_strided}
+def scenario_layout(rank, mesh):
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    import normkit
+
+    device = mesh.device_type
+    x, residual = (_randn(6, 4, 16, seed=i, device=device) for i in range(2))
+    weight = _randn(16, seed=2, device=device)
+    y_ref, h_ref = normkit.rms_norm(x, weight, None, residual, prenorm=True)  # (S, B, N)
+    weight_d = distribute_tensor(weight, mesh, [Replicate()])
+    x_d, residual_d = (distribute_tensor(t, mesh, [Shard(0)]).transpose(0, 1) for t in (x, residual))  # (B, S, N)
+    for out, ref in zip(normkit.rms_norm(x_d, weight_d, None, residual_d, prenorm=True), (y_ref, h_ref)):
+        assert out.is_contiguous() == out.to_local().is_contiguous(), (out.stride(), out.to_local().stride())
+        back = out.transpose(0, 1).contiguous()  # (S, B, N) again: contiguous only if DTensor knows the layout
+        torch.testing.assert_close(back.view(24, 16).full_tensor(), ref.view(24, 16), **TOL)
+
+
+SCENARIOS = {"strided": scenario_strided, "layout": scenario_layout}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
