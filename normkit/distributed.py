@@ -149,6 +149,10 @@ def _to_dtensor(local: Tensor, x: DTensor) -> DTensor:
 def apply(norm, x: DTensor, weight, bias, residual, gate, *options):
     """`norm(x, weight, bias, residual, *options, gate=gate)` (functional._apply) on a DTensor x: the
     checks above, then `norm` on each rank's local tensors, whose outputs come back placed like x."""
+    if x.device_mesh.get_coordinate() is None:  # its local tensor is empty (0,) here, not rows of x
+        rank = torch.distributed.get_rank()
+        raise ValueError(f"x must be a DTensor on a device mesh that includes this rank ({rank}), got one on "
+                         f"{x.device_mesh}; call the norm on that mesh's ranks")
     param = weight if isinstance(weight, Tensor) else bias
     param_ndim = param.dim() if isinstance(param, Tensor) else 1
     check_x(x, param_ndim)

@@ -5,6 +5,7 @@ spawn per backend), in float64 against the same computation on the full plain te
              normalised dimension raises as a Shard of it does
   layout     the outputs' DTensor strides describe their local tensors (x transposed: y is not laid out as
              x, and y.transpose(...).contiguous().view(...) must see that)
+  outside_mesh  x on a mesh without this rank: a clear ValueError there
 """
 
 import pytest
@@ -70,7 +71,25 @@ def scenario_layout(rank, mesh):
         torch.testing.assert_close(back.view(24, 16).full_tensor(), ref.view(24, 16), **TOL)
 
 
-SCENARIOS = {"strided": scenario_strided, "layout": scenario_layout}
+def scenario_outside_mesh(rank, mesh):
+    """x on a mesh of rank 0 alone: rank 1 holds an empty (0,) local tensor, which the checks took for x itself
+    ("x's last dimension N must be >= 1, got shape (0,)"); rank 0 normalises all of x."""
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    import normkit
+
+    x = _randn(3, 16, seed=0, device=mesh.device_type)
+    x_d = distribute_tensor(x, DeviceMesh(mesh.device_type, [0]), [Shard(0)])
+    if rank == 0:
+        torch.testing.assert_close(normkit.rms_norm(x_d).full_tensor(), normkit.rms_norm(x), **TOL)
+    else:
+        with pytest.raises(ValueError, match=r"x must be a DTensor on a device mesh that includes this rank \(1\), "
+                                             r"got one on DeviceMesh.*; call the norm on that mesh's ranks"):
+            normkit.rms_norm(x_d)
+
+
+SCENARIOS = {"strided": scenario_strided, "layout": scenario_layout, "outside_mesh": scenario_outside_mesh}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
