@@ -153,8 +153,11 @@ def apply(norm, x: DTensor, weight, bias, residual, gate, *options):
         rank = torch.distributed.get_rank()
         raise ValueError(f"x must be a DTensor on a device mesh that includes this rank ({rank}), got one on "
                          f"{x.device_mesh}; call the norm on that mesh's ranks")
-    param = weight if isinstance(weight, Tensor) else bias
+    name, param = ("weight", weight) if isinstance(weight, Tensor) else ("bias", bias)
     param_ndim = param.dim() if isinstance(param, Tensor) else 1
+    if param_ndim == 2 and tuple(x.shape[-2:]) != tuple(param.shape):  # (before check_x blames a shard of x)
+        raise ValueError(f"{name} of shape {tuple(param.shape)} is a per-head (H, N) parameter and needs x of shape "
+                         f"(..., {param.shape[0]}, {param.shape[1]}), got {tuple(x.shape)}")
     check_x(x, param_ndim)
     for name, t in (("residual", residual), ("gate", gate)):
         if t is not None:

@@ -6,6 +6,7 @@ spawn per backend), in float64 against the same computation on the full plain te
   layout     the outputs' DTensor strides describe their local tensors (x transposed: y is not laid out as
              x, and y.transpose(...).contiguous().view(...) must see that)
   outside_mesh  x on a mesh without this rank: a clear ValueError there
+  per_head   a per-head (H, N) weight beside an x that does not end in (H, N): the mismatch is named
 """
 
 import pytest
@@ -89,7 +90,25 @@ def scenario_outside_mesh(rank, mesh):
             normkit.rms_norm(x_d)
 
 
-SCENARIOS = {"strided": scenario_strided, "layout": scenario_layout, "outside_mesh": scenario_outside_mesh}
+def scenario_per_head(rank, mesh):
+    """A per-head (H, N) weight beside x (B, S, N) sharded along S: the shape mismatch is named (the message
+    was "x ... is sharded along dimension 1, which the norm reduces over"); x (B, S, H, N) works."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    import normkit
+
+    device = mesh.device_type
+    weight = _randn(4, 8, seed=1, device=device)
+    with pytest.raises(ValueError, match=r"weight of shape \(4, 8\) is a per-head \(H, N\) parameter and needs x of "
+                                         r"shape \(\.\.\., 4, 8\), got \(2, 6, 8\)"):
+        normkit.rms_norm(distribute_tensor(_randn(2, 6, 8, seed=0, device=device), mesh, [Shard(1)]), weight)
+    x = _randn(2, 5, 4, 8, seed=2, device=device)
+    y = normkit.rms_norm(distribute_tensor(x, mesh, [Shard(1)]), distribute_tensor(weight, mesh, [Replicate()]))
+    torch.testing.assert_close(y.full_tensor(), normkit.rms_norm(x, weight), **TOL)
+
+
+SCENARIOS = {"strided": scenario_strided, "layout": scenario_layout, "outside_mesh": scenario_outside_mesh,
+             "per_head": scenario_per_head}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
