@@ -15,14 +15,14 @@ The gradient of a replicated weight / bias is a sum over all rows, so each rank'
 a Partial placement on every mesh dimension along which x is sharded; it is all-reduced
 (redistributed to Replicate) before it reaches `weight.grad`. dx comes back placed like x.
 
-Supported: x placed Replicate or Shard(d) on each mesh dimension, with d not one of the
-dimensions the weight spans (the last, or the last two for a per-head (H, N) weight); residual
-and gate DTensors of x's shape placed like x; weight and bias Replicate DTensors on x's mesh
-(as tensor-parallel plans make them) or plain tensors, taken as replicated on x's mesh (a
-module's Parameter: its gradient is all-reduced too). Anything else raises, in particular a
-shard of the normalised dimension (the statistics would be those of a fraction of each row),
-Partial inputs (a norm is not linear in its input), and a plain residual or gate beside a
-DTensor x (which rows of it belong to this rank is not defined).
+Supported: x placed Replicate or Shard(d) (or _StridedShard(d), a reshaped Shard) on each mesh
+dimension, with d not one of the dimensions the weight spans (the last, or the last two for a
+per-head (H, N) weight); residual and gate DTensors of x's shape placed like x; weight and bias
+Replicate DTensors on x's mesh (as tensor-parallel plans make them) or plain tensors, taken as
+replicated on x's mesh (a module's Parameter: its gradient is all-reduced too). Anything else
+raises, in particular a shard of the normalised dimension (the statistics would be those of a
+fraction of each row), Partial inputs (a norm is not linear in its input), and a plain residual or
+gate beside a DTensor x (which rows of it belong to this rank is not defined).
 
 DTensor x is unwrapped at the public entry (`functional._apply`'s first lines call `apply`), not
 through DTensor sharding rules for the `normkit::` ops: eager calls launch the kernels without the
@@ -34,21 +34,33 @@ from typing import Optional
 
 import torch
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
-from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+from torch.distributed.tensor import DTensor, Partial, Replicate
 
 from . import functional
 
 Tensor = torch.Tensor
 
 
+def _split_dim(x: DTensor, mesh_dim: int, placement) -> Optional[int]:
+    """The dimension of x that `placement` splits (a Shard, or the _StridedShard that reshaping a Shard(1)
+    (B, S, N) to (B·S, N) leaves, which is no Shard subclass); None for Replicate."""
+    if isinstance(placement, Replicate):
+        return None
+    if isinstance(placement, Partial):
+        raise ValueError(f"x must not be Partial (mesh dim {mesh_dim}): a norm is not linear in "
+                         f"its input; redistribute it to Replicate or Shard first")
+    dim = getattr(placement, "dim", None)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise ValueError(f"x must be placed Replicate or Shard(d) on each mesh dimension, got {placement} "
+                         f"(mesh dim {mesh_dim}); redistribute it first")
+    return dim % x.dim()
+
+
 def check_x(x: DTensor, param_ndim: int) -> None:
-    """A DTensor x: no Partial, no Shard of the `param_ndim` trailing dimensions the norm reduces over."""
-    normalised = range(x.dim() - param_ndim, x.dim())
+    """A DTensor x: no Partial, no split of the `param_ndim` trailing dimensions the norm reduces over."""
     for mesh_dim, placement in enumerate(x.placements):
-        if isinstance(placement, Partial):
-            raise ValueError(f"x must not be Partial (mesh dim {mesh_dim}): a norm is not linear in "
-                             f"its input; redistribute it to Replicate or Shard first")
-        if isinstance(placement, Shard) and placement.dim % x.dim() in normalised:
+        dim = _split_dim(x, mesh_dim, placement)
+        if dim is not None and dim >= x.dim() - param_ndim:
             raise ValueError(
                 f"x of shape {tuple(x.shape)} is sharded along dimension {placement.dim} "
                 f"(mesh dim {mesh_dim}), which the norm reduces over; shard a leading dimension "
@@ -115,20 +127,37 @@ def _local_param(param, x: DTensor):
         return param
     if not isinstance(param, DTensor):  # a plain Parameter: replicated; from_local's backward hands it the grad
         param = DTensor.from_local(param, x.device_mesh, [Replicate()] * x.device_mesh.ndim, run_check=False)
-    grad_placements = [Partial() if isinstance(p, Shard) else Replicate() for p in x.placements]
+    grad_placements = [Replicate() if isinstance(p, Replicate) else Partial() for p in x.placements]  # (check_x's)
     return _ReplicateGrad.apply(param).to_local(grad_placements=grad_placements)
+
+
+def _global_stride(local: Tensor, shape) -> tuple:
+    """The strides of a tensor of the global `shape` whose dimensions lie in memory in `local`'s order (an
+    output is contiguous where x may not be: x's strides would misdescribe it, and a later
+    `.contiguous()` that trusts them would keep a non-contiguous local tensor)."""
+    stride, step = [0] * len(shape), 1
+    for d in sorted(range(local.dim()), key=lambda d: (local.stride(d), -d)):  # innermost first
+        stride[d], step = step, step * max(shape[d], 1)  # (torch.empty((0, N)).stride() is (N, 1))
+    return tuple(stride)
 
 
 def _to_dtensor(local: Tensor, x: DTensor) -> DTensor:
     return DTensor.from_local(_Waited.apply(local), x.device_mesh, x.placements, run_check=False, shape=x.shape,
-                              stride=x.stride())
+                              stride=_global_stride(local, x.shape))
 
 
 def apply(norm, x: DTensor, weight, bias, residual, gate, *options):
     """`norm(x, weight, bias, residual, *options, gate=gate)` (functional._apply) on a DTensor x: the
     checks above, then `norm` on each rank's local tensors, whose outputs come back placed like x."""
-    param = weight if isinstance(weight, Tensor) else bias
+    if x.device_mesh.get_coordinate() is None:  # its local tensor is empty (0,) here, not rows of x
+        rank = torch.distributed.get_rank()
+        raise ValueError(f"x must be a DTensor on a device mesh that includes this rank ({rank}), got one on "
+                         f"{x.device_mesh}; call the norm on that mesh's ranks")
+    name, param = ("weight", weight) if isinstance(weight, Tensor) else ("bias", bias)
     param_ndim = param.dim() if isinstance(param, Tensor) else 1
+    if param_ndim == 2 and tuple(x.shape[-2:]) != tuple(param.shape):  # (before check_x blames a shard of x)
+        raise ValueError(f"{name} of shape {tuple(param.shape)} is a per-head (H, N) parameter and needs x of shape "
+                         f"(..., {param.shape[0]}, {param.shape[1]}), got {tuple(x.shape)}")
     check_x(x, param_ndim)
     for name, t in (("residual", residual), ("gate", gate)):
         if t is not None:
