@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from . import validation
 from .functional import layer_norm, rms_norm
 from .validation import _is_dtensor
 
@@ -34,6 +35,14 @@ def _default_eps(dtype: torch.dtype) -> float:
     return torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
 
 
+def _mixes_float64(x, *params) -> bool:
+    """float64 beside another floating dtype: torch.nn.RMSNorm computes it (y in x's dtype), normkit's
+    kernels keep float64 apart."""
+    tensors = (x,) + tuple(p for p in params if p is not None)
+    return (all(t.dtype in validation.SUPPORTED_DTYPES for t in tensors)
+            and len({t.dtype == torch.float64 for t in tensors}) == 2)
+
+
 class RMSNorm(torch.nn.RMSNorm):
     """`torch.nn.RMSNorm` with normkit's kernels; same constructor, parameters and semantics.
 
@@ -41,11 +50,14 @@ class RMSNorm(torch.nn.RMSNorm):
     length N = prod(normalized_shape)). ``eps=None`` means what PyTorch's kernel does: the
     machine epsilon of the compute dtype, i.e. ``torch.finfo(torch.float32).eps`` for 16-bit
     inputs (not bfloat16's 2**-7, which the documentation's wording suggests) and x's own for
-    float32/float64.
+    float32/float64. A float64 x beside a weight of another dtype, or the other way round, runs
+    torch's forward (y in x's dtype, as torch gives it; normkit's kernels keep float64 apart).
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
+        if _mixes_float64(x, self.weight):
+            return super().forward(x)
         eps = self.eps if self.eps is not None else _default_eps(x.dtype)
         y = rms_norm(flat, _flat(self.weight, n), eps=eps)
         return y if flat is x else y.view(x.shape)
