@@ -43,6 +43,28 @@ def _mixes_float64(x, *params) -> bool:
             and len({t.dtype == torch.float64 for t in tensors}) == 2)
 
 
+def _as_autocast_runs_it(x, op: str):
+    """x as torch.autocast gives it to torch's `op`: float32 where autocast runs the op in float32 (torch
+    registers its norms in autocast's float32 list on GPUs, not on the CPU), so that y comes out in the
+    dtype torch.nn's module gives."""
+    device_type = x.device.type
+    if (x.dtype in (torch.float16, torch.bfloat16) and torch.is_autocast_enabled(device_type)
+            and _has_autocast_kernel(op, device_type)):
+        return x.float()
+    return x
+
+
+@torch.compiler.assume_constant_result  # run, not traced: Dynamo cannot trace the dispatcher query
+def _has_autocast_kernel(op: str, device_type: str) -> bool:
+    """Whether torch registers `op` for autocast on `device_type` (its float32 list: layer_norm, rms_norm);
+    asked only under autocast, for a 16-bit x (one dispatcher lookup, not cached: Dynamo traces a cache)."""
+    key = "Autocast" + {"cuda": "CUDA", "cpu": "CPU", "xpu": "XPU", "mps": "MPS"}.get(device_type, device_type.upper())
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+    except (RuntimeError, AttributeError):  # (an unknown key or an older torch: assume torch's GPU rule)
+        return device_type != "cpu"
+
+
 class RMSNorm(torch.nn.RMSNorm):
     """`torch.nn.RMSNorm` with normkit's kernels; same constructor, parameters and semantics.
 
@@ -51,25 +73,29 @@ class RMSNorm(torch.nn.RMSNorm):
     machine epsilon of the compute dtype, i.e. ``torch.finfo(torch.float32).eps`` for 16-bit
     inputs (not bfloat16's 2**-7, which the documentation's wording suggests) and x's own for
     float32/float64. A float64 x beside a weight of another dtype, or the other way round, runs
-    torch's forward (y in x's dtype, as torch gives it; normkit's kernels keep float64 apart).
+    torch's forward (y in x's dtype, as torch gives it; normkit's kernels keep float64 apart). Under
+    ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
         if _mixes_float64(x, self.weight):
             return super().forward(x)
-        eps = self.eps if self.eps is not None else _default_eps(x.dtype)
+        flat = _as_autocast_runs_it(flat, "aten::rms_norm")
+        eps = self.eps if self.eps is not None else _default_eps(flat.dtype)
         y = rms_norm(flat, _flat(self.weight, n), eps=eps)
-        return y if flat is x else y.view(x.shape)
+        return y if y.dim() == x.dim() else y.view(x.shape)
 
 
 class LayerNorm(torch.nn.LayerNorm):
-    """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics."""
+    """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics (under
+    ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
+        flat = _as_autocast_runs_it(flat, "aten::layer_norm")
         y = layer_norm(flat, _flat(self.weight, n), _flat(self.bias, n), eps=self.eps)
-        return y if flat is x else y.view(x.shape)
+        return y if y.dim() == x.dim() else y.view(x.shape)
 
 
 class FusedAddRMSNorm(torch.nn.Module):

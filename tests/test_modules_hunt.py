@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import normkit
+from normkit import modules
 
 F64, F32, BF16 = torch.float64, torch.float32, torch.bfloat16
 PAIRS = [(normkit.RMSNorm, torch.nn.RMSNorm), (normkit.LayerNorm, torch.nn.LayerNorm)]
@@ -48,3 +49,52 @@ def test_rms_norm_module_takes_float64_beside_other_parameter_dtypes(weight_dtyp
     for a, b, what in zip(got, want, ("y", "dx", "dweight")):
         assert a.dtype == b.dtype, what
         torch.testing.assert_close(a, b, msg=what, **tol)
+
+
+@pytest.mark.parametrize("cls,stock_cls", PAIRS, ids=["rms", "layer"])
+def test_modules_under_gpu_autocast_rule_give_stock_dtype(cls, stock_cls, monkeypatch):
+    """On GPUs torch registers layer_norm and rms_norm as autocast float32 ops: torch.nn's modules give a
+    bf16 x a float32 y there. The drop-ins follow the rule torch's dispatcher states; here the CPU is given
+    the GPU's registration, and stock is run as autocast runs it."""
+    monkeypatch.setattr(modules, "_has_autocast_kernel", lambda op, device_type: True)
+    ours, stock = _pair(cls, stock_cls, 16, F32, "cpu")
+    g = torch.Generator().manual_seed(1)
+    x, dy = (torch.randn(4, 16, generator=g).to(BF16) for _ in range(2))
+    with torch.autocast("cpu", dtype=BF16):
+        y, dx, dweight = _run(ours, x, dy.float())
+    y_ref, dx_ref, dweight_ref = _run(stock, x.float(), dy.float())  # autocast's float32 policy: x.float()
+    assert y.dtype == F32 and dx.dtype == BF16 and dweight.dtype == F32
+    torch.testing.assert_close(y, y_ref, **LOW[F32])
+    torch.testing.assert_close(dx, dx_ref.to(BF16))
+    torch.testing.assert_close(dweight, dweight_ref, **LOW[F32])
+
+
+@pytest.mark.parametrize("cls,stock_cls", PAIRS, ids=["rms", "layer"])
+def test_modules_under_autocast_compute_what_stock_computes(cls, stock_cls, device):
+    """Under torch.autocast y has the dtype stock gives (float32 on GPUs, bf16 on the CPU)."""
+    ours, stock = _pair(cls, stock_cls, 64, F32, device)
+    g = torch.Generator().manual_seed(2)
+    x, dy = (torch.randn(6, 64, generator=g).to(device=device, dtype=BF16) for _ in range(2))
+    with torch.autocast(device, dtype=BF16):
+        got, want = _run(ours, x, dy), _run(stock, x, dy)
+    for a, b, what in zip(got, want, ("y", "dx", "dweight")):
+        assert a.dtype == b.dtype, what
+        torch.testing.assert_close(a.double(), b.double(), msg=what, **LOW[_coarser(a.dtype, BF16)])
+
+
+def test_autocast_rule_is_read_from_torch_dispatcher():
+    for op in ("aten::layer_norm", "aten::rms_norm"):
+        assert modules._has_autocast_kernel(op, "cuda")
+        assert not modules._has_autocast_kernel(op, "cpu")
+
+
+@pytest.mark.parametrize("cls", [normkit.RMSNorm, normkit.LayerNorm])
+def test_modules_under_autocast_compile_without_a_graph_break(cls, device):
+    """torch.compile(fullgraph=True) raises on a graph break: the dispatcher query is not traced."""
+    module = cls((2, 8), device=device)
+    compiled = torch.compile(module, fullgraph=True, backend="inductor" if device == "cuda" else "aot_eager")
+    x = torch.randn(3, 2, 8, device=device, dtype=BF16)
+    with torch.autocast(device, dtype=BF16):
+        y, y_eager = compiled(x), module(x)
+    assert y.dtype == y_eager.dtype
+    torch.testing.assert_close(y, y_eager)
