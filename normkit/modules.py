@@ -65,6 +65,14 @@ def _has_autocast_kernel(op: str, device_type: str) -> bool:
         return device_type != "cpu"
 
 
+def _refuse_torch_jit_script(self):
+    """torch.jit.script asks each module to prepare itself (`__prepare_scriptable__`): normkit's say, in
+    one TypeError, what works, rather than TorchScript failing on their source."""
+    raise TypeError(f"normkit.{type(self).__name__} cannot be compiled by torch.jit.script (TorchScript "
+                    "cannot compile its autograd Functions and Triton launches); use torch.compile, "
+                    "torch.export or torch.jit.trace, which run it")
+
+
 class RMSNorm(torch.nn.RMSNorm):
     """`torch.nn.RMSNorm` with normkit's kernels; same constructor, parameters and semantics.
 
@@ -76,6 +84,8 @@ class RMSNorm(torch.nn.RMSNorm):
     torch's forward (y in x's dtype, as torch gives it; normkit's kernels keep float64 apart). Under
     ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs.
     """
+
+    __prepare_scriptable__ = _refuse_torch_jit_script
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
@@ -90,6 +100,8 @@ class RMSNorm(torch.nn.RMSNorm):
 class LayerNorm(torch.nn.LayerNorm):
     """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics (under
     ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs)."""
+
+    __prepare_scriptable__ = _refuse_torch_jit_script
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
@@ -119,6 +131,8 @@ class FusedAddRMSNorm(torch.nn.Module):
         self.weight_offset = weight_offset
         self.weight = torch.nn.Parameter(torch.empty(hidden_size, device=device, dtype=dtype))
         self.reset_parameters()
+
+    __prepare_scriptable__ = _refuse_torch_jit_script
 
     def reset_parameters(self) -> None:
         """The weight as constructed: ones, or zeros with a weight_offset (Gemma's (1 + w))."""

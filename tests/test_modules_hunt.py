@@ -98,3 +98,23 @@ def test_modules_under_autocast_compile_without_a_graph_break(cls, device):
         y, y_eager = compiled(x), module(x)
     assert y.dtype == y_eager.dtype
     torch.testing.assert_close(y, y_eager)
+
+
+@pytest.mark.parametrize("make", [lambda: normkit.RMSNorm(8), lambda: normkit.LayerNorm(8),
+                                  lambda: normkit.FusedAddRMSNorm(8),
+                                  lambda: torch.nn.Sequential(torch.nn.Linear(8, 8), normkit.RMSNorm(8))],
+                         ids=["rms", "layer", "fused_add", "inside_a_model"])
+def test_torch_jit_script_is_a_type_error_naming_what_works(make):
+    """TorchScript cannot compile normkit's autograd Functions and Triton launches: one TypeError that
+    says so and names what does work, not a TorchScript error about the module's source."""
+    with pytest.raises(TypeError, match=r"^normkit\.\w+ cannot be compiled by torch\.jit\.script .*torch\.jit\.trace"):
+        torch.jit.script(make())
+
+
+@pytest.mark.parametrize("cls,stock_cls", PAIRS, ids=["rms", "layer"])
+def test_torch_jit_trace_computes_what_stock_computes(cls, stock_cls):
+    ours, stock = _pair(cls, stock_cls, (2, 4), F32, "cpu")
+    with pytest.warns(torch.jit.TracerWarning):  # (the shape checks become constants of the trace)
+        traced = torch.jit.trace(ours, torch.randn(3, 2, 4))
+    x = torch.randn(5, 2, 4)
+    torch.testing.assert_close(traced(x), stock(x), **LOW[F32])
