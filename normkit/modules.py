@@ -141,6 +141,9 @@ class FusedAddRMSNorm(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor):
         flat, _ = _flatten_trailing(x, (self.hidden_size,))  # (names x, not the weight, on a wrong last dimension)
+        if not isinstance(residual, torch.Tensor):
+            raise TypeError(f"residual must be a torch.Tensor of x's shape {tuple(x.shape)}, "
+                            f"got {type(residual).__name__}")
         return rms_norm(flat, self.weight, residual=residual, eps=self.eps, prenorm=True,
                         weight_offset=self.weight_offset)
 

@@ -118,3 +118,9 @@ def test_torch_jit_trace_computes_what_stock_computes(cls, stock_cls):
         traced = torch.jit.trace(ours, torch.randn(3, 2, 4))
     x = torch.randn(5, 2, 4)
     torch.testing.assert_close(traced(x), stock(x), **LOW[F32])
+
+
+def test_fused_add_module_names_a_missing_residual():
+    """forward(x, residual) without a residual: the error names residual, not rms_norm's prenorm."""
+    with pytest.raises(TypeError, match=r"^residual must be a torch\.Tensor of x's shape \(2, 8\), got NoneType$"):
+        normkit.FusedAddRMSNorm(8)(torch.randn(2, 8), None)
