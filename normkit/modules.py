@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from . import validation
 from .functional import layer_norm, rms_norm
 from .validation import _is_dtensor
 
@@ -34,6 +35,44 @@ def _default_eps(dtype: torch.dtype) -> float:
     return torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
 
 
+def _mixes_float64(x, *params) -> bool:
+    """float64 beside another floating dtype: torch.nn.RMSNorm computes it (y in x's dtype), normkit's
+    kernels keep float64 apart."""
+    tensors = (x,) + tuple(p for p in params if p is not None)
+    return (all(t.dtype in validation.SUPPORTED_DTYPES for t in tensors)
+            and len({t.dtype == torch.float64 for t in tensors}) == 2)
+
+
+def _as_autocast_runs_it(x, op: str):
+    """x as torch.autocast gives it to torch's `op`: float32 where autocast runs the op in float32 (torch
+    registers its norms in autocast's float32 list on GPUs, not on the CPU), so that y comes out in the
+    dtype torch.nn's module gives."""
+    device_type = x.device.type
+    if (x.dtype in (torch.float16, torch.bfloat16) and torch.is_autocast_enabled(device_type)
+            and _has_autocast_kernel(op, device_type)):
+        return x.float()
+    return x
+
+
+@torch.compiler.assume_constant_result  # run, not traced: Dynamo cannot trace the dispatcher query
+def _has_autocast_kernel(op: str, device_type: str) -> bool:
+    """Whether torch registers `op` for autocast on `device_type` (its float32 list: layer_norm, rms_norm);
+    asked only under autocast, for a 16-bit x (one dispatcher lookup, not cached: Dynamo traces a cache)."""
+    key = "Autocast" + {"cuda": "CUDA", "cpu": "CPU", "xpu": "XPU", "mps": "MPS"}.get(device_type, device_type.upper())
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+    except (RuntimeError, AttributeError):  # (an unknown key or an older torch: assume torch's GPU rule)
+        return device_type != "cpu"
+
+
+def _refuse_torch_jit_script(self):
+    """torch.jit.script asks each module to prepare itself (`__prepare_scriptable__`): normkit's say, in
+    one TypeError, what works, rather than TorchScript failing on their source."""
+    raise TypeError(f"normkit.{type(self).__name__} cannot be compiled by torch.jit.script (TorchScript "
+                    "cannot compile its autograd Functions and Triton launches); use torch.compile, "
+                    "torch.export or torch.jit.trace, which run it")
+
+
 class RMSNorm(torch.nn.RMSNorm):
     """`torch.nn.RMSNorm` with normkit's kernels; same constructor, parameters and semantics.
 
@@ -41,23 +80,34 @@ class RMSNorm(torch.nn.RMSNorm):
     length N = prod(normalized_shape)). ``eps=None`` means what PyTorch's kernel does: the
     machine epsilon of the compute dtype, i.e. ``torch.finfo(torch.float32).eps`` for 16-bit
     inputs (not bfloat16's 2**-7, which the documentation's wording suggests) and x's own for
-    float32/float64.
+    float32/float64. A float64 x beside a weight of another dtype, or the other way round, runs
+    torch's forward (y in x's dtype, as torch gives it; normkit's kernels keep float64 apart). Under
+    ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs.
     """
+
+    __prepare_scriptable__ = _refuse_torch_jit_script
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
-        eps = self.eps if self.eps is not None else _default_eps(x.dtype)
+        if _mixes_float64(x, self.weight):
+            return super().forward(x)
+        flat = _as_autocast_runs_it(flat, "aten::rms_norm")
+        eps = self.eps if self.eps is not None else _default_eps(flat.dtype)
         y = rms_norm(flat, _flat(self.weight, n), eps=eps)
-        return y if flat is x else y.view(x.shape)
+        return y if y.dim() == x.dim() else y.view(x.shape)
 
 
 class LayerNorm(torch.nn.LayerNorm):
-    """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics."""
+    """`torch.nn.LayerNorm` with normkit's kernels; same constructor, parameters and semantics (under
+    ``torch.autocast`` y has the dtype torch.nn's module gives: float32 for a 16-bit x on GPUs)."""
+
+    __prepare_scriptable__ = _refuse_torch_jit_script
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
+        flat = _as_autocast_runs_it(flat, "aten::layer_norm")
         y = layer_norm(flat, _flat(self.weight, n), _flat(self.bias, n), eps=self.eps)
-        return y if flat is x else y.view(x.shape)
+        return y if y.dim() == x.dim() else y.view(x.shape)
 
 
 class FusedAddRMSNorm(torch.nn.Module):
@@ -82,6 +132,8 @@ class FusedAddRMSNorm(torch.nn.Module):
         self.weight = torch.nn.Parameter(torch.empty(hidden_size, device=device, dtype=dtype))
         self.reset_parameters()
 
+    __prepare_scriptable__ = _refuse_torch_jit_script
+
     def reset_parameters(self) -> None:
         """The weight as constructed: ones, or zeros with a weight_offset (Gemma's (1 + w))."""
         with torch.no_grad():
@@ -89,6 +141,9 @@ class FusedAddRMSNorm(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor):
         flat, _ = _flatten_trailing(x, (self.hidden_size,))  # (names x, not the weight, on a wrong last dimension)
+        if not isinstance(residual, torch.Tensor):
+            raise TypeError(f"residual must be a torch.Tensor of x's shape {tuple(x.shape)}, "
+                            f"got {type(residual).__name__}")
         return rms_norm(flat, self.weight, residual=residual, eps=self.eps, prenorm=True,
                         weight_offset=self.weight_offset)
 
