@@ -2,12 +2,12 @@
 module or model: float64 models (Hugging Face's forwards round to float32 inside)."""
 
 import copy
-import importlib
 
 import pytest
 import torch
 
 import normkit
+from normkit import modules
 from normkit.integrations import decoder
 from tests.test_patch import GemmaRMSNorm, LlamaRMSNorm, Olmo2RMSNorm, _inputs, _randomise
 
@@ -149,10 +149,21 @@ def test_torch_norms_under_autocast_compute_what_stock_computes(make, device):
 
 
 def test_autocast_rule_is_read_from_torch_dispatcher():
-    """torch registers layer_norm and rms_norm for autocast (float32) on CUDA, not on the CPU; the
-    patched torch norms cast x as that registration says (on a GPU, the test above checks the result)."""
-    patching = importlib.import_module("normkit.integrations.patch")
+    """torch registers layer_norm and rms_norm for autocast (float32) on CUDA, not on the CPU; normkit's
+    modules, patched ones too, cast x as that registration says (on a GPU, the test above checks the result)."""
     for op in ("aten::layer_norm", "aten::rms_norm"):
-        assert patching._has_autocast_kernel(op, "cuda")
-        assert not patching._has_autocast_kernel(op, "cpu")
-    assert not patching._autocast_to_float32("aten::layer_norm", "cuda")  # autocast is off here
+        assert modules._has_autocast_kernel(op, "cuda")
+        assert not modules._has_autocast_kernel(op, "cpu")
+
+
+def test_patched_torch_norms_compile_fullgraph_under_autocast():
+    """The dispatcher question is answered outside Dynamo's trace: no graph break under autocast."""
+    model = torch.nn.Sequential(torch.nn.RMSNorm(8), torch.nn.LayerNorm(8))
+    stock = copy.deepcopy(model)
+    normkit.patch(model)
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y, y_stock = compiled(x), stock(x)
+    assert y.dtype == y_stock.dtype
+    torch.testing.assert_close(y.double(), y_stock.double(), rtol=2e-2, atol=2e-2)

@@ -202,25 +202,7 @@ def _hf_gated_forward(self, hidden_states, gate=None):
 def _torch_forward(self, x):
     if not _runs_on_normkit(x, self.weight, getattr(self, "bias", None)):
         return self._normkit_original.forward(self, x)
-    op = "aten::layer_norm" if isinstance(self, torch.nn.LayerNorm) else "aten::rms_norm"
-    if x.dtype in (torch.float16, torch.bfloat16) and _autocast_to_float32(op, x.device.type):
-        x = x.float()  # as autocast does before torch's op: y comes out in float32, as stock's does
-    return self._normkit_kind.forward(self, x)
-
-
-def _autocast_to_float32(op: str, device_type: str) -> bool:
-    """Whether torch.autocast, on now for `device_type`, runs `op` in float32: torch registers its
-    norms in autocast's float32 list on GPUs (CUDA, XPU, MPS), not on the CPU."""
-    return torch.is_autocast_enabled(device_type) and _has_autocast_kernel(op, device_type)
-
-
-@functools.lru_cache(maxsize=None)
-def _has_autocast_kernel(op: str, device_type: str) -> bool:
-    key = "Autocast" + {"cuda": "CUDA", "cpu": "CPU", "xpu": "XPU", "mps": "MPS"}.get(device_type, device_type.upper())
-    try:
-        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
-    except (RuntimeError, AttributeError):  # (an unknown key or an older torch: assume torch's GPU rule)
-        return device_type != "cpu"
+    return self._normkit_kind.forward(self, x)  # (under autocast: y in stock's dtype, modules.py)
 
 
 def _extra_repr(self) -> str:
