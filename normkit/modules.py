@@ -54,15 +54,26 @@ def _as_autocast_runs_it(x, op: str):
     return x
 
 
-@torch.compiler.assume_constant_result  # run, not traced: Dynamo cannot trace the dispatcher query
+def _autocast_registrations() -> dict:
+    """{(op, device type): whether torch registers op for autocast there}, asked of the dispatcher once, at
+    import: a plain dict that Dynamo reads as a constant (a dispatcher query inside a traced forward breaks
+    the graph, and torch.compiler's decorators would import Dynamo with normkit)."""
+    found = {}
+    for op in ("aten::rms_norm", "aten::layer_norm"):
+        for device_type, key in (("cuda", "CUDA"), ("cpu", "CPU"), ("xpu", "XPU"), ("mps", "MPS")):
+            try:
+                found[op, device_type] = torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autocast" + key)
+            except (RuntimeError, AttributeError):  # (an older torch: torch's GPU rule)
+                found[op, device_type] = device_type != "cpu"
+    return found
+
+
+_AUTOCAST_FLOAT32 = _autocast_registrations()
+
+
 def _has_autocast_kernel(op: str, device_type: str) -> bool:
-    """Whether torch registers `op` for autocast on `device_type` (its float32 list: layer_norm, rms_norm);
-    asked only under autocast, for a 16-bit x (one dispatcher lookup, not cached: Dynamo traces a cache)."""
-    key = "Autocast" + {"cuda": "CUDA", "cpu": "CPU", "xpu": "XPU", "mps": "MPS"}.get(device_type, device_type.upper())
-    try:
-        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
-    except (RuntimeError, AttributeError):  # (an unknown key or an older torch: assume torch's GPU rule)
-        return device_type != "cpu"
+    """Whether torch registers `op` for autocast on `device_type` (its float32 list: layer_norm, rms_norm)."""
+    return _AUTOCAST_FLOAT32.get((op, device_type), device_type != "cpu")
 
 
 def _refuse_torch_jit_script(self):

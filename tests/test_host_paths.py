@@ -126,7 +126,7 @@ def test_functorch_transform_still_reaches_function_apply():
 
 def test_a_plain_cpu_call_imports_no_triton():
     """With TRITON_INTERPRET off, a CPU call takes the plain-PyTorch path without importing Triton or
-    building the kernels (the first call's cost), gives torch's values, and the mode stays fixed:
+    building the kernels (the first call's cost) or Dynamo (import normkit's), gives torch's values, and the mode stays fixed:
     turning the interpreter on afterwards is refused with a clear error, not half-applied."""
     import os
     import subprocess
@@ -139,6 +139,7 @@ x, w = torch.randn(8, 64, dtype=torch.float64), torch.randn(64, dtype=torch.floa
 y = normkit.rms_norm(x, w)
 torch.testing.assert_close(y, torch.nn.functional.rms_norm(x, (64,), w, 1e-6), rtol=1e-12, atol=1e-12)
 assert "triton" not in sys.modules and not _runtime.interpret()
+assert "torch._dynamo" not in sys.modules  # (import time: Dynamo alone costs about a second)
 os.environ["TRITON_INTERPRET"] = "1"
 try:
     _runtime.kernels()
