@@ -84,9 +84,9 @@ def test_prenorm_without_residual(fn):
 
 
 def test_fused_add_module_needs_a_residual():
-    with pytest.raises(TypeError, match=r"residual must be a torch.Tensor or None, got list"):
+    with pytest.raises(TypeError, match=r"residual must be a torch.Tensor of x's shape \(4, 8\), got list"):
         normkit.FusedAddRMSNorm(8)(torch.randn(4, 8), [0.0] * 8)
-    with pytest.raises(ValueError, match=r"needs a residual, got residual=None"):
+    with pytest.raises(TypeError, match=r"residual must be a torch.Tensor of x's shape \(4, 8\), got NoneType"):
         normkit.FusedAddRMSNorm(8)(torch.randn(4, 8), None)
 
 
