@@ -160,6 +160,12 @@ def _watching_launches(swaps: list):
             setattr(cls, name, value)
 
 
+def _same_bits(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Bitwise equality: a buffer the launch left alone is unchanged even where it holds NaNs (an
+    uninitialised `torch.empty` often does), which torch.equal calls unequal."""
+    return before.reshape(-1).view(torch.uint8).equal(after.reshape(-1).view(torch.uint8))
+
+
 def _describe(value) -> dict:
     kind = type(value)
     name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
@@ -184,7 +190,7 @@ def _forward(fn: Callable, job: dict, inputs: wire.Tensors) -> Tuple[dict, wire.
         entries = []
         for j, (name, before, after, replayed) in enumerate(args):
             entries.append({"name": str(name), "shape": list(after.shape), "dtype": str(after.dtype),
-                            "changed": not torch.equal(before, after)})
+                            "changed": not _same_bits(before, after)})
             sent = sum(key.startswith(f"{i}.") and not key.endswith(".replay") for key in tensors)
             if after.dtype == torch.float32 and after.numel() in (m * n, n) and sent < MAX_SENT_ARGS:
                 tensors[f"{i}.{j}"] = after.cpu()
