@@ -130,10 +130,11 @@ def _norm_bwd(x, weight, dy, mean, rstd, dresidual_out, eps, is_rms_norm, weight
     if param_ndim is None:
         param_ndim = weight.dim() if weight is not None else 1
     lead = tuple(range(x.dim() - param_ndim))  # per-head: sum over every dim but the last two
+    rows_sum = lambda t: t.sum(dim=lead) if lead else t  # noqa: E731  (sum(dim=()) would reduce every dim)
     dweight = None
     if weight is not None:
-        dweight = (dyc * rounded(x_hat, x_hat_dtype)).sum(dim=lead).to(weight.dtype)
-    dbias = dyc.sum(dim=lead).to(bias_dtype) if bias_dtype is not None else None
+        dweight = rows_sum(dyc * rounded(x_hat, x_hat_dtype)).to(weight.dtype)
+    dbias = rows_sum(dyc).to(bias_dtype) if bias_dtype is not None else None
     if gate is not None:
         return dx.to(x.dtype), dweight, dbias, dgate
     return dx.to(x.dtype), dweight, dbias
