@@ -4,6 +4,7 @@ Everything here runs before any output is allocated or any caller tensor is writ
 """
 
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -55,7 +56,8 @@ def check_shape(name: str, tensor: Optional[torch.Tensor], expected: tuple) -> N
 
 def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> float:
     """A real, finite number (≥ minimum when given), returned as a Python float."""
-    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                     or type(value).__name__ == "bool_"):  # (numpy floats are Real; bools are not)
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     bound = f" >= {minimum:g}" if minimum is not None else ""
     try:

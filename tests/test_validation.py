@@ -170,3 +170,14 @@ def test_calls_written_like_torchs_get_a_hint(call, message):
     """F.rms_norm(x, normalized_shape, weight, eps) order, used with normkit: the error says what to change."""
     with pytest.raises(TypeError, match=message):
         call(torch.randn(4, 8), torch.ones(8))
+
+
+def test_eps_takes_numpy_floats():
+    """A NumPy float eps (np.float32 is not a Python float) is a number like any other; bools are not."""
+    np = pytest.importorskip("numpy")
+    x = torch.randn(4, 8, dtype=torch.float64)
+    for eps in (np.float32(1e-3), np.float16(1e-3), np.float64(1e-3)):
+        torch.testing.assert_close(normkit.rms_norm(x, eps=eps), torch.nn.functional.rms_norm(x, (8,), eps=float(eps)),
+                                   rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="eps must be a float, got bool"):
+        normkit.rms_norm(x, eps=np.True_)
