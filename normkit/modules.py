@@ -35,23 +35,14 @@ def _default_eps(dtype: torch.dtype) -> float:
     return torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
 
 
-def _mixes_float64(x, *params) -> bool:
-    """float64 beside another floating dtype: torch.nn.RMSNorm computes it (y in x's dtype), normkit's
-    kernels keep float64 apart."""
-    tensors = (x,) + tuple(p for p in params if p is not None)
-    return (all(t.dtype in validation.SUPPORTED_DTYPES for t in tensors)
-            and len({t.dtype == torch.float64 for t in tensors}) == 2)
-
-
 def _as_autocast_runs_it(x, op: str):
     """x as torch.autocast gives it to torch's `op`: float32 where autocast runs the op in float32 (torch
     registers its norms in autocast's float32 list on GPUs, not on the CPU), so that y comes out in the
     dtype torch.nn's module gives."""
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        return x
     device_type = x.device.type
-    if (x.dtype in (torch.float16, torch.bfloat16) and torch.is_autocast_enabled(device_type)
-            and _has_autocast_kernel(op, device_type)):
-        return x.float()
-    return x
+    return x.float() if torch.is_autocast_enabled(device_type) and _has_autocast_kernel(op, device_type) else x
 
 
 def _autocast_registrations() -> dict:
@@ -100,7 +91,8 @@ class RMSNorm(torch.nn.RMSNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat, n = _flatten_trailing(x, self.normalized_shape)
-        if _mixes_float64(x, self.weight):
+        if (validation.mixes_float64(x, self.weight) and x.dtype in validation.SUPPORTED_DTYPES
+                and self.weight.dtype in validation.SUPPORTED_DTYPES):  # (what torch computes and normkit does not)
             return super().forward(x)
         flat = _as_autocast_runs_it(flat, "aten::rms_norm")
         eps = self.eps if self.eps is not None else _default_eps(flat.dtype)

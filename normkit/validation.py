@@ -44,6 +44,13 @@ def _positional_hint(name: str, value) -> str:
     return ""
 
 
+def mixes_float64(x: torch.Tensor, *params: Optional[torch.Tensor]) -> bool:
+    """float64 beside another dtype among x and the given parameters: normkit's kernels keep float64
+    apart (torch.nn.RMSNorm computes such a mix; normkit's modules and patched norms run torch's forward)."""
+    wide = x.dtype == torch.float64
+    return any(p is not None and (p.dtype == torch.float64) != wide for p in params)
+
+
 def check_same_device(name: str, tensor: Optional[torch.Tensor], x: torch.Tensor) -> None:
     if tensor is not None and tensor.device != x.device:
         raise ValueError(f"{name} must be on x's device ({x.device}), got {tensor.device}")
@@ -56,8 +63,8 @@ def check_shape(name: str, tensor: Optional[torch.Tensor], expected: tuple) -> N
 
 def check_finite_float(name: str, value, *, minimum: Optional[float] = None) -> float:
     """A real, finite number (≥ minimum when given), returned as a Python float."""
-    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                                     or type(value).__name__ == "bool_"):  # (numpy floats are Real; bools are not)
+    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):  # (NumPy
+        # floats are Real; NumPy bools are not)
         raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     bound = f" >= {minimum:g}" if minimum is not None else ""
     try:

@@ -152,10 +152,9 @@ def _runs_on_normkit(x, *params) -> bool:
     if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[-1] == 0:
         return False
     for t in (x,) + tuple(p for p in params if p is not None):
-        if (t.dtype not in validation.SUPPORTED_DTYPES or t.device != x.device
-                or (t.dtype == torch.float64) != (x.dtype == torch.float64)):
+        if t.dtype not in validation.SUPPORTED_DTYPES or t.device != x.device:
             return False
-    return True
+    return not validation.mixes_float64(x, *params)
 
 
 def _runs_on_recipe(x, *params) -> bool:
