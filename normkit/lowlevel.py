@@ -41,20 +41,22 @@ def _norm_fwd(x, weight, bias, residual, out_dtype, residual_dtype, eps, store_s
 
 
 def _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, weight_offset, eps,
-              is_rms_norm, casting_mode, gate=None):
+              is_rms_norm, casting_mode, gate=None, bias=None):
     eps = validation.check_bwd(x, weight, dout, mean=mean, rstd=rstd, dresidual_out=dresidual_out,
-                               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, gate=gate)
-    has_bias = validation.check_bool("has_bias", has_bias)
+                               eps=eps, weight_offset=weight_offset, is_rms_norm=is_rms_norm, gate=gate, bias=bias)
+    has_bias = validation.check_bool("has_bias", has_bias) or bias is not None
     has_residual = validation.check_bool("has_residual", has_residual)
     n = x.shape[-1]
     two_d = x.dim() == 2  # already (M, N): no reshape in, no view out (host time)
     flat = lambda t: t if t is None or two_d else t.reshape(-1, n)  # noqa: E731
-    bias_dtype = (weight.dtype if weight is not None else x.dtype) if has_bias else None
+    # dbias takes the forward bias's shape and dtype when it is passed, else weight's (x's dtype, (N,)).
+    like = bias if bias is not None else weight
+    bias_dtype = (like.dtype if like is not None else x.dtype) if has_bias else None
     if has_bias and gate is not None:
         raise ValueError("has_bias=True asks for dbias, but a gated norm takes no bias (gate is given)")
     dx, dweight, dbias, *dgate = ops.norm_bwd(
         flat(x), weight, flat(dout), mean=mean, rstd=rstd, dresidual_out=flat(dresidual_out),
-        bias_shape=weight.shape if weight is not None else (n,), bias_dtype=bias_dtype, eps=eps,
+        bias_shape=like.shape if like is not None else (n,), bias_dtype=bias_dtype, eps=eps,
         weight_offset=float(weight_offset), is_rms_norm=is_rms_norm, x_hat_dtype=_x_hat_dtype(x, casting_mode),
         gate=flat(gate))
     if not two_d:
@@ -85,7 +87,7 @@ def rms_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tens
 def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Optional[Tensor] = None,
                  dresidual_out: Optional[Tensor] = None, has_bias: bool = False, has_residual: bool = False,
                  weight_offset: float = 0.0, eps: float = 1e-6, casting_mode: str = "fp32",
-                 gate: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
+                 gate: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
     """RMSNorm backward: returns (dx, dweight, dbias, dresidual), and dgate (gate's dtype) as a fifth
     when the forward had a `gate` (pass the same one).
 
@@ -93,11 +95,12 @@ def rms_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, rstd: Option
     inside the kernel (nothing saved from the forward). dresidual_out, the gradient arriving on
     residual_out, is added to dx; with `has_residual` dresidual is dx itself. dweight and dbias
     come in weight's dtype (x's without weight), accumulated in fp32; None where not asked for.
-    casting_mode "llama" gives the gradients of the forward with that casting (dweight sums
-    dy·round(x̂)).
+    Passing the forward's `bias` asks for dbias in that bias's shape and dtype (needed for an
+    (H, N) or differently typed bias when weight is None). casting_mode "llama" gives the
+    gradients of the forward with that casting (dweight sums dy·round(x̂)).
     """
     return _norm_bwd(x, weight, dout, None, rstd, dresidual_out, has_bias, has_residual, weight_offset,
-                     eps, True, casting_mode, gate)
+                     eps, True, casting_mode, gate, bias)
 
 
 def layer_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
@@ -117,14 +120,15 @@ def layer_norm_fwd(x: Tensor, weight: Optional[Tensor] = None, bias: Optional[Te
 def layer_norm_bwd(x: Tensor, weight: Optional[Tensor], dout: Tensor, mean: Optional[Tensor] = None,
                    rstd: Optional[Tensor] = None, dresidual_out: Optional[Tensor] = None,
                    has_bias: bool = False, has_residual: bool = False, eps: float = 1e-5,
-                   casting_mode: str = "fp32"
+                   casting_mode: str = "fp32", bias: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
     """LayerNorm backward: returns (dx, dweight, dbias, dresidual); None statistics are recomputed.
 
-    dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dout·weight (+ dresidual_out).
+    dx = rstd·(g − x̂·mean(g·x̂) − mean(g)) with g = dout·weight (+ dresidual_out). dweight and
+    dbias as in `rms_norm_bwd` (pass the forward's `bias` for dbias in its shape and dtype).
     """
     return _norm_bwd(x, weight, dout, mean, rstd, dresidual_out, has_bias, has_residual, 0.0, eps, False,
-                     casting_mode)
+                     casting_mode, bias=bias)
 
 
 # ----------------------------------------------------------------------------- where calls run

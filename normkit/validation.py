@@ -215,9 +215,9 @@ def check_stats(name: str, stats, x: torch.Tensor) -> None:
 
 
 def check_bwd(x, weight, dout, *, mean=None, rstd=None, dresidual_out=None, eps,
-              weight_offset=0.0, is_rms_norm=True, gate=None) -> float:
+              weight_offset=0.0, is_rms_norm=True, gate=None, bias=None) -> float:
     """Checks the backward's arguments; returns eps as a float."""
-    eps = check_fwd(x, weight, eps=eps, weight_offset=weight_offset, gate=gate)
+    eps = check_fwd(x, weight, bias, eps=eps, weight_offset=weight_offset, gate=gate)
     for name, t in (("dout", dout), ("dresidual_out", dresidual_out)):
         check_float_tensor(name, t, optional=name != "dout")
         check_shape(name, t, x.shape)

@@ -120,3 +120,31 @@ def test_no_input_is_written_and_tuples_match_the_readme(device, dtype):
     assert len(grads) == 5 and grads[2:4] == (None, None) and grads[4].shape == gate.shape
     for t, copy in zip((*inputs, *saved), before):
         assert torch.equal(t, copy)
+
+
+@pytest.mark.parametrize("rms", [True, False])
+def test_bias_without_weight_keeps_its_shape_and_dtype(device, rms):
+    """weight=None with a per-head float32 bias on bf16 x of shape (B, H, N): has_bias alone gave an (N,)
+    dbias in x's dtype, the heads summed together; passing the forward's bias gives (H, N) in float32."""
+    g = torch.Generator().manual_seed(2)
+    x, dy = (torch.randn(5, 3, 48, generator=g).to(device, torch.bfloat16) for _ in range(2))
+    b = torch.randn(3, 48, generator=g).to(device)
+    eps = 1e-6 if rms else 1e-5
+    bwd = normkit.rms_norm_bwd if rms else normkit.layer_norm_bwd
+    dx, dw, db, dres = bwd(x, None, dy, bias=b, eps=eps)
+    assert dw is None and dres is None
+    assert db.shape == b.shape and db.dtype == torch.float32
+    ref = _stock_grads(x, torch.ones_like(b), b, dy, rms=rms, eps=eps)
+    assert_matches(dx, ref[0], torch.bfloat16, "dx")
+    assert_matches(db, ref[2], torch.float32, "dbias")
+    # has_bias alone keeps its documented meaning: (N,) in x's dtype, summed over every row.
+    db_n = bwd(x, None, dy, has_bias=True, eps=eps)[2]
+    assert db_n.shape == (48,) and db_n.dtype == torch.bfloat16
+    assert_matches(db_n, ref[2].sum(0), torch.bfloat16, "dbias (N,)")
+
+
+@pytest.mark.parametrize("bias", [torch.zeros(47), torch.zeros(4, 48), "b"], ids=["width", "heads", "str"])
+def test_backward_bias_argument_is_checked(bias):
+    x = torch.randn(5, 3, 48)
+    with pytest.raises((ValueError, TypeError), match="bias"):
+        normkit.rms_norm_bwd(x, None, torch.randn_like(x), bias=bias)
