@@ -41,6 +41,21 @@ def test_min_bytes_per_family():
         assert timing.percent_of_copy(nbytes, seconds, 4249e9) == pytest.approx(pct, abs=0.2)
 
 
+def test_min_bytes_of_the_gated_norm_and_of_wider_outputs():
+    # gated: x and gate read, y written; x, gate and dy read, dx and dgate written
+    assert timing.min_bytes("fwd", 8192, 8192, 2, "gated") == 3 * 8192 * 8192 * 2
+    assert timing.min_bytes("bwd", 8192, 8192, 2, "gated") == 5 * 8192 * 8192 * 2
+    # a forward's y of out_element_size bytes, a fused forward's residual and residual_out of
+    # residual_element_size; the backward writes dx in x's width, so both leave it as it is
+    mn = 4096 * 1024
+    assert timing.min_bytes("fwd", 4096, 1024, 2, "gated", out_element_size=4) == (2 * 2 + 4) * mn
+    assert timing.min_bytes("fwd", 4096, 1024, 2, "rms", 4, 4) == (2 + 4) * mn
+    for family in ("fused_add", "fused_layer_norm"):  # x, residual → y, residual_out
+        assert timing.min_bytes("fwd", 4096, 1024, 2, family, 0, 4) == (2 + 4 + 2 + 4) * mn
+        assert timing.min_bytes("fwd", 4096, 1024, 2, family, 4, 4) == (2 + 4 + 4 + 4) * mn
+        assert timing.min_bytes("bwd", 4096, 1024, 2, family, 4, 4) == timing.min_bytes("bwd", 4096, 1024, 2, family)
+
+
 def test_percent_of_copy_matches_published_peer_figures():
     # H200 peer measurements: bf16 16384×4096 backward, quack 121 µs = 79 % of 4249 GB/s (µs are rounded).
     pct = timing.percent_of_copy(timing.min_bytes("bwd", 16384, 4096, 2), 121e-6, 4249e9)

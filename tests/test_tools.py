@@ -1,7 +1,8 @@
 """The development tools the device runs depend on still run: tools/launch_tile.py (the target a
 profiler attaches to) launches a forced tile and checks its dx (or y) against the heuristic's, here
 through the interpreter on a tiny problem; a malformed --tile is refused with a message; the
-sweep's and ptx_stats' tile specs parse into the TileConfig they name. (The benchmark tables'
+sweep's and ptx_stats' tile specs parse into the TileConfig they name; the sweep's candidates and
+heuristic row for a gated norm are the library's. (The benchmark tables'
 script is tested in tests/test_benchmarks.py.)"""
 
 import dataclasses
@@ -88,6 +89,71 @@ def test_tune_checks_its_dtypes_before_it_needs_a_gpu(capsys):
             tune.main(["--kind", "fwd", flag, "float32"])
         assert stop.value.code == 2
         assert f"argument {flag}: invalid choice: 'float32'" in capsys.readouterr().err
+
+
+def test_tune_refuses_split_rows_for_a_gated_norm(capsys):
+    """tools/tune.py --family gated: a gated norm never splits rows, so --split only (nothing else would be
+    timed) and a --config of split parts are refused with argparse's message (exit status 2) before any CUDA
+    call; RMSNorm takes both."""
+    tune = _tool("tune")
+    for argv, given in ((["--split", "only"], "--split only"),
+                        (["--config", "1x4096:8", "--config", "1x4096:4:split"],
+                         "--config TileConfig(block_m=1, block_n=4096, one_tile=True, num_warps=4")):
+        assert tune.parse_args(argv).family == "rms"
+        with pytest.raises(SystemExit) as stop:
+            tune.main(["--family", "gated", *argv])
+        assert stop.value.code == 2
+        assert ("a gated norm runs whole rows or column tiles, never split rows, got --family gated with "
+                + given) in capsys.readouterr().err
+    assert tune.parse_args(["--family", "gated", "--config", "2x4096:16:col:p2"]).family == "gated"
+
+
+def test_tune_sweeps_no_split_rows_for_a_gated_norm():
+    """tools/tune.py's backward candidates for --family gated (--split's default "also"): RMSNorm's without
+    its split parts (and their prefetching), the heuristic's tile first; --block-m / --warps still filter."""
+    from normkit import config as cfg
+
+    tune = _tool("tune")
+    default = cfg.TileConfig(2, 4096, False, 16, 2)
+    rms = tune.configs_to_time(tune.parse_args(["--kind", "bwd"]), 16384, default)
+    gated = tune.configs_to_time(tune.parse_args(["--kind", "bwd", "--family", "gated"]), 16384, default)
+    assert rms[0] == gated[0] == (default, 2)
+    assert any(c.split for c, _ in rms) and any(c.prefetch for c, _ in gated)
+    assert gated == [(c, pp) for c, pp in rms if not c.split]
+    some = tune.configs_to_time(tune.parse_args(["--family", "gated", "--block-m", "2", "--warps", "16"]), 16384,
+                                default)[1:]
+    assert some and all(c.block_m == 2 and c.num_warps == 16 and not c.split for c, _ in some)
+    assert tune.configs_to_time(tune.parse_args(["--family", "gated", "--heuristic-only"]), 16384,
+                                default) == [(default, 2)]
+
+
+def test_tune_times_the_tile_the_launchers_pick_for_a_gate(monkeypatch):
+    """tools/tune.py's heuristic row is the tile launch_fwd / launch_bwd pick for the call
+    (`arguments.fwd_tile` / `bwd_tile`; the interpreter's own tile patched away, as on a GPU of 132 SMs):
+    with a gate no split rows either way, the backward's whole rows on half the rows, rows of 16384 on the
+    gated backward's column tiles."""
+    import torch
+
+    from normkit import arguments, variant
+
+    monkeypatch.setattr(arguments, "interpret", lambda: False)
+    tune = _tool("tune")
+
+    def pick(kind, n, gated, m=64):
+        x = torch.randn(m, n, dtype=torch.bfloat16)
+        w, gate = torch.ones(n, dtype=torch.bfloat16), torch.randn_like(x) if gated else None
+        if kind == "fwd":
+            call = dict(x=x, out=torch.empty_like(x), weight=w, gate=gate, rstd=torch.empty(m), eps=1e-6)
+        else:
+            call = dict(x=x, dy=torch.randn_like(x), dx=torch.empty_like(x), weight=w, dweight=torch.empty_like(w),
+                        rstd=torch.empty(m), gate=gate, dgate=None if gate is None else torch.empty_like(x), eps=1e-6)
+        return tune.heuristic_tile(kind, call, 132)
+
+    assert pick("fwd", 131072, False, m=4).split and not pick("fwd", 131072, True, m=4).split
+    assert pick("bwd", 16384, False).split and pick("bwd", 16384, True) == variant.GATED_WIDE_BACKWARD
+    ungated = pick("bwd", 1024, False)
+    assert ungated.one_tile and ungated.block_m >= 2
+    assert pick("bwd", 1024, True) == dataclasses.replace(ungated, block_m=ungated.block_m // 2)
 
 
 def test_ptx_stats_refuses_flags_of_the_other_kind(capsys):

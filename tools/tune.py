@@ -5,6 +5,9 @@ check it against the heuristic's result, and print the heuristic's time, the bes
 both as % of the copy bandwidth measured in the same run. Results feed normkit/config/ (forward.py, backward.py).
 
     python tools/tune.py --kind bwd --json $OUT/tune_bwd.json
+    python tools/tune.py --family gated --kind fwd --shapes 8192x8192,4096x16384
+
+--family gated: RMSNorm gated by silu(gate), a gate of its own a set (the backward's dgate checked too), no split rows.
 
 --grids times the heuristic's backward tile with other persistent grid sizes (programs), e.g.
 `--grids balanced,divisor`: the row blocks are dealt to programs cyclically, so with
@@ -20,12 +23,13 @@ import sys
 import torch
 
 from normkit import config as cfg
-from normkit import launchers, ops
+from normkit import arguments, launchers, ops
 from normkit.bench.cli import parse_shapes
 from normkit.bench.options import whole_number
 from normkit.bench.output import write_json
 from normkit.bench.options import output_path, whole_numbers
 from normkit.bench.timing import copy_bandwidth, graph_time, input_sets_needed, min_bytes
+from normkit.variant import vector_aligned
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 SHAPES = ["524288x128", "16384x1024", "16384x2048", "4096x2048", "16384x4096", "16384x8192",
@@ -164,13 +168,55 @@ def forced_grid(programs):
         cfg.backward_grid = original
 
 
-def main(argv=None):
+def heuristic_tile(kind, call, sms):
+    """The tile launch_fwd / launch_bwd pick for `call` (their keywords, x and out / x, dy and dx too):
+    `arguments.fwd_tile` / `bwd_tile`, as the launchers call them (a gate's adjustments included)."""
+    get = call.get
+    x, rms = get("x"), get("is_rms_norm", True)
+    heads = arguments.head_count(get("weight"), get("bias" if kind == "fwd" else "dbias"))
+    if kind == "fwd":
+        return arguments.fwd_tile(x, get("out"), get("weight"), get("bias"), get("residual"), get("residual_out"),
+                                  get("gate"), rms, heads, sms)
+    n, tensors = x.shape[1], map(get, ("x", "dy", "dx", "dresidual_out", "gate", "dgate"))
+    aligned = not cfg.may_stage(n, x.element_size()) or vector_aligned(n, *tensors)  # as launch_bwd asks
+    return arguments.bwd_tile(x, get("dbias"), get("dresidual_out"), get("rstd"), get("gate"), rms, heads, sms, aligned)
+
+
+def configs_to_time(args, n, default):
+    """(tile, programs an SM) pairs a shape's sweep times, the heuristic's `default` first; a gated norm's
+    no split rows (it never splits them: `variant.sms_for_tiles`)."""
+    first = [(default, default.programs_per_sm)]
+    if args.config or args.heuristic_only:
+        return first + [(c, c.programs_per_sm) for c in args.config]
+    plain = [] if args.split == "only" else candidates(n, args.kind, args.one_tile_limit, args.max_tile)
+    plain = [c for c in plain if (not args.block_m or c.block_m in args.block_m)
+             and (not args.warps or c.num_warps in args.warps)]
+    configs = [(c, pp) for c in plain for pp in (args.ppsm if args.kind == "bwd" else [1])]
+    if args.kind == "bwd" and args.split != "no" and args.family != "gated":
+        configs += [(c, c.programs_per_sm) for c in split_candidates(n)]
+    if args.kind == "bwd" and args.prefetch != "no":
+        fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs
+                   if c.one_tile and not c.prefetch and not c.async_stages]
+        configs = fetched if args.prefetch == "only" else configs + fetched
+    if args.kind == "bwd" and args.joined != "no":
+        joined = [(dataclasses.replace(c, joined_sums=True), pp) for c, pp in configs
+                  if c.one_tile and not c.split and not c.joined_sums]
+        configs = joined if args.joined == "only" else configs + joined
+    if args.kind == "bwd" and args.async_stages:
+        configs += [(dataclasses.replace(c, async_stages=int(k)), pp) for c, pp in configs
+                    if c.one_tile and not c.split and not c.prefetch and not c.async_stages
+                    for k in args.async_stages]
+    return first + configs
+
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--kind", default="bwd", choices=["fwd", "bwd"])
     p.add_argument("--shapes", type=parse_shapes, default=",".join(SHAPES), help="M×N shapes, e.g. 16384x4096,4096x2048")
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
-    p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm"],
-                   help="backward flags: plain RMSNorm, + dresidual_out (prenorm), LayerNorm + bias")
+    p.add_argument("--family", default="rms", choices=["rms", "fused_add", "layer_norm", "gated"],
+                   help="plain RMSNorm, + a residual (prenorm; the backward reads dresidual_out), LayerNorm + bias, "
+                        "RMSNorm gated by silu(gate) (Qwen3-Next; the backward writes dgate; never split rows)")
     p.add_argument("--out-dtype", choices=list(DTYPES),
                    help="forward: y in this dtype (default: --dtype), e.g. fp32; the heuristic's tile takes y's size "
                         "(a 4-byte y spilled the register-capped whole rows: config.forward.RELOAD_CAP)")
@@ -191,7 +237,7 @@ def main(argv=None):
     p.add_argument("--block-m", type=whole_numbers("--block-m"), help="only tiles of these rows (comma-separated), e.g. 16,32")
     p.add_argument("--warps", type=whole_numbers("--warps"), help="only tiles on these warp counts (comma-separated), e.g. 1,2")
     p.add_argument("--split", choices=["no", "also", "only"], default="also",
-                   help="backward: also (or only) try split-row configs")
+                   help="backward: also (or only) try split-row configs (none for --family gated)")
     p.add_argument("--prefetch", choices=["no", "also", "only"], default="also",
                    help="backward, whole-row tiles: also (or only) try prefetching the next row block")
     p.add_argument("--joined", choices=["no", "also", "only"], default="no",
@@ -214,11 +260,8 @@ def main(argv=None):
     p.add_argument("--grids", type=_grids, help="backward: time only the heuristic's tile, with these grid sizes "
                                    "(comma-separated: heuristic, balanced, divisor or a number)")
     args = p.parse_args(argv)
-    dtype = DTYPES[args.dtype]
-    out_dtype, weight_dtype = DTYPES[args.out_dtype or args.dtype], DTYPES[args.weight_dtype or args.dtype]
-    if out_dtype != dtype and args.kind != "fwd":
+    if args.out_dtype not in (None, args.dtype) and args.kind != "fwd":
         p.error(f"--out-dtype is the forward's (the backward writes dx in x's dtype), got --kind {args.kind}")
-    res_dtype = DTYPES[args.residual_dtype or args.dtype]
     if args.residual and args.family != "layer_norm":
         p.error(f"--residual is LayerNorm's (RMSNorm's fused add is --family fused_add), got --family {args.family}")
     fused = args.family == "fused_add" or args.residual  # a residual read (forward) / dresidual_out (backward)
@@ -232,10 +275,22 @@ def main(argv=None):
                 f"got {'--config' if args.config else '--grids'}")
     if args.grids and args.kind != "bwd":
         p.error(f"--grids sizes the backward's persistent grid, got --kind {args.kind}")
+    split = ["--split only"] * (args.split == "only") + [f"--config {c}" for c in args.config if c.split]
+    if args.family == "gated" and split:
+        p.error(f"a gated norm runs whole rows or column tiles, never split rows, got --family gated with {split[0]}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if not torch.cuda.is_available():
         print("tune: needs a CUDA device (it times kernels on the GPU)", file=sys.stderr)
         return 2
     family = args.family + (" + residual" if args.residual else "") + (" recompute" if args.recompute else "")
+    fwd, gated, rms = args.kind == "fwd", args.family == "gated", args.family != "layer_norm"
+    fused = args.family == "fused_add" or args.residual  # a residual read (forward) / dresidual_out (backward)
+    dtype, out_dtype = DTYPES[args.dtype], DTYPES[args.out_dtype or args.dtype]
+    weight_dtype, res_dtype = DTYPES[args.weight_dtype or args.dtype], DTYPES[args.residual_dtype or args.dtype]
     dev = torch.device("cuda")
     sms = launchers.multiprocessor_count(dev)
     bw = copy_bandwidth(dev)
@@ -244,76 +299,48 @@ def main(argv=None):
     side = torch.cuda.Stream()
     for m, n in args.shapes:
         shape = f"{m}x{n}"
-        nbytes = min_bytes(args.kind, m, n, dtype.itemsize, "fused_add" if fused else args.family)
-        if args.kind == "fwd":  # y's bytes in its own dtype (min_bytes counts x's for every tensor)
-            nbytes += m * n * (out_dtype.itemsize - dtype.itemsize)
-            if fused:  # the residual read and residual_out written in their own dtype
-                nbytes += 2 * m * n * (res_dtype.itemsize - dtype.itemsize)
+        nbytes = min_bytes(args.kind, m, n, dtype.itemsize, "fused_add" if fused else args.family,
+                           out_dtype.itemsize, res_dtype.itemsize)
         sets = input_sets_needed(nbytes)
         g = torch.Generator(device=dev).manual_seed(0)
         xs = [torch.randn(m, n, device=dev, dtype=dtype, generator=g) for _ in range(sets)]
         dys = [(0.5 * x + torch.randn(m, n, device=dev, dtype=dtype, generator=g)).to(dtype) for x in xs]
         w = (1 + 0.1 * torch.randn(n, device=dev, generator=g)).to(weight_dtype)
-        rms = args.family != "layer_norm"
         b = torch.zeros_like(w) if not rms else None
         stats = [ops.norm_fwd(x, w, b, None, eps=1e-6, store_stats=True, is_rms_norm=rms) for x in xs]
         rstds, means = [s[3] for s in stats], [s[2] for s in stats]
-        # fused add: dresidual_out is a tensor of its own (reusing another set's dy would be read
-        # from L2 and overstate the bandwidth: a sweep measured 104 % of copy that way)
-        dres = ([torch.randn(m, n, device=dev, dtype=res_dtype if args.kind == "fwd" else dtype, generator=g)
-                 for _ in range(sets)] if fused else [None] * sets)
-        outs = [torch.empty_like(x, dtype=out_dtype if args.kind == "fwd" else dtype) for x in xs]
-        res_outs = [torch.empty_like(x, dtype=res_dtype) for x in xs] if fused else [None] * sets
-        dw = torch.empty_like(w)
-        db = torch.empty_like(w) if not rms else None
+        # the residual / dresidual_out and a gate: tensors of their own a set (reusing another set's dy
+        # would be read from L2 and overstate the bandwidth: a sweep measured 104 % of copy that way)
+        own = lambda dt: [torch.randn(m, n, device=dev, dtype=dt, generator=g) for _ in range(sets)]  # noqa: E731
+        none = [None] * sets
+        dres, gates = own(res_dtype if fwd else dtype) if fused else none, own(dtype) if gated else none
+        dgates = [torch.empty_like(x) for x in xs] if gated and not fwd else none
+        outs = [torch.empty_like(x, dtype=out_dtype if fwd else dtype) for x in xs]
+        res_outs = [torch.empty_like(x, dtype=res_dtype) for x in xs] if fused else none
+        dw, db = torch.empty_like(w), torch.empty_like(w) if not rms else None
+        # the forward stores h (fused add) and the statistics as a training forward does (a sweep that left
+        # them out ranked a LayerNorm tile 0.8 µs ahead that ran 5 µs behind in the benchmark)
+        keywords = [dict(x=xs[i], out=outs[i], weight=w, bias=b, residual=dres[i], residual_out=res_outs[i],
+                         mean=None if rms else means[i], rstd=rstds[i], gate=gates[i], eps=1e-6, is_rms_norm=rms)
+                    if fwd else
+                    dict(x=xs[i], dy=dys[i], dx=outs[i], weight=w, dweight=dw, dbias=db, dresidual_out=dres[i],
+                         mean=None if args.recompute else means[i], rstd=None if args.recompute else rstds[i],
+                         gate=gates[i], dgate=dgates[i], eps=1e-6, is_rms_norm=rms) for i in range(sets)]
 
         def calls(config):
-            if args.kind == "fwd":
-                # fused add: dres stands in for the residual (an (M, N) tensor of its own), h stored;
-                # the statistics stored as a training forward does (a sweep that left them out ranked a
-                # LayerNorm tile 0.8 µs ahead that ran 5 µs behind in the benchmark)
-                return [lambda i=i: ops.launch_fwd(xs[i], outs[i], weight=w, bias=b, residual=dres[i],
-                                                   residual_out=res_outs[i], mean=None if rms else means[i],
-                                                   rstd=rstds[i], eps=1e-6, is_rms_norm=rms,
-                                                   config=config) for i in range(sets)]
-            return [lambda i=i: ops.launch_bwd(xs[i], dys[i], outs[i], weight=w, dweight=dw, dbias=db,
-                                               dresidual_out=dres[i], mean=None if args.recompute else means[i],
-                                               rstd=None if args.recompute else rstds[i], eps=1e-6,
-                                               is_rms_norm=rms, config=config) for i in range(sets)]
+            return [lambda i=i: (ops.launch_fwd if fwd else ops.launch_bwd)(**keywords[i], config=config)
+                    for i in range(sets)]
 
-        default = cfg.tile_config(n, args.kind == "bwd", False, multiprocessors=sms,
-                                  residual=fused, layer_norm=args.family == "layer_norm",
-                                  element_size=dtype.itemsize, recompute=args.recompute,
-                                  out_element_size=out_dtype.itemsize if args.kind == "fwd" else 0,
-                                  residual_element_size=res_dtype.itemsize if args.kind == "fwd" and fused else 0)
-        # the reference result comes from the column-tiled path (no split) wherever a split is the default
+        default = heuristic_tile(args.kind, keywords[0], sms)
+        # the reference result (y, or dx and dgate) comes from the column-tiled path (no split) wherever a
+        # split is the default
         calls(cfg.TileConfig(2, 4096, False, 16, 2) if default.split else None)[0]()
-        ref = outs[0].clone()
+        checked = [t for t in (outs[0], dgates[0]) if t is not None]
+        refs = [t.clone() for t in checked]
+        matches = lambda: all(torch.allclose(t.float(), r.float(), rtol=2e-2, atol=2e-2)  # noqa: E731
+                              for t, r in zip(checked, refs))
         rows = []
-        plain = [] if args.split == "only" else candidates(n, args.kind, args.one_tile_limit, args.max_tile)
-        plain = [c for c in plain if (not args.block_m or c.block_m in args.block_m)
-                 and (not args.warps or c.num_warps in args.warps)]
-        configs = [(c, pp) for c in plain
-                   for pp in (args.ppsm if args.kind == "bwd" else [1])]
-        if args.kind == "bwd" and args.split != "no":
-            configs += [(c, c.programs_per_sm) for c in split_candidates(n)]
-        if args.kind == "bwd" and args.prefetch != "no":
-            fetched = [(dataclasses.replace(c, prefetch=True), pp) for c, pp in configs
-                       if c.one_tile and not c.prefetch and not c.async_stages]
-            configs = fetched if args.prefetch == "only" else configs + fetched
-        if args.kind == "bwd" and args.joined != "no":
-            joined = [(dataclasses.replace(c, joined_sums=True), pp) for c, pp in configs
-                      if c.one_tile and not c.split and not c.joined_sums]
-            configs = joined if args.joined == "only" else configs + joined
-        if args.kind == "bwd" and args.async_stages:
-            configs += [(dataclasses.replace(c, async_stages=int(k)), pp) for c, pp in configs
-                        if c.one_tile and not c.split and not c.prefetch and not c.async_stages
-                        for k in args.async_stages]
-        if args.config:
-            configs = [(c, c.programs_per_sm) for c in args.config]
-        if args.heuristic_only:
-            configs = []
-        configs.insert(0, (default, default.programs_per_sm))
+        configs = configs_to_time(args, n, default)
         if args.grids:
             slots = cfg.backward_grid(default, m, sms, n=n)
             row_blocks = cfg.cdiv(m, default.block_m)
@@ -323,7 +350,7 @@ def main(argv=None):
                     fns = calls(default)
                     fns[0]()
                     torch.cuda.synchronize()
-                    ok = torch.allclose(outs[0].float(), ref.float(), rtol=2e-2, atol=2e-2)
+                    ok = matches()
                     t = graph_time(fns)
                 most = cfg.cdiv(row_blocks, programs)
                 print(f"{shape} {args.dtype} {family} bwd {default} grid {spec}={programs} "
@@ -339,7 +366,7 @@ def main(argv=None):
                     fns = calls(c)
                     fns[0]()
                     torch.cuda.synchronize()
-                    ok = torch.allclose(outs[0].float(), ref.float(), rtol=2e-2, atol=2e-2)
+                    ok = matches()
                     t = graph_time(fns)
                 except Exception as e:  # a config that fails to compile or launch: report, go on
                     print(f"  {shape} {c}: {type(e).__name__}: {str(e)[:120]}", flush=True)
@@ -364,7 +391,7 @@ def main(argv=None):
             print(f"    MISMATCH vs heuristic: {bad}")
         results.append(dict(shape=shape, dtype=args.dtype, family=family, kind=args.kind, heuristic_us=t_def * 1e6,
                             rows=[dict(us=t * 1e6, pct=pct(t), config=c.__dict__, ok=ok) for t, c, ok in rows]))
-        del xs, dys, outs, rstds, means, stats, dres
+        del xs, dys, outs, rstds, means, stats, dres, gates, dgates, keywords, checked, refs
         torch.cuda.empty_cache()
     if args.json:
         write_json(dict(copy_GBps=bw / 1e9, results=results), args.json)

@@ -38,9 +38,17 @@ PASS_TENSORS = {"rms": {"fwd": 2, "bwd": 3}, "fused_add": {"fwd": 4, "bwd": 4},
                 "gated": {"fwd": 3, "bwd": 5}}
 
 
-def min_bytes(kind: str, m: int, n: int, element_size: int, family: str = "rms") -> int:
-    """Bytes a pass ("fwd"/"bwd") of `family` must move at least (parameters, rstd ignored)."""
-    return PASS_TENSORS[family][kind] * m * n * element_size
+def min_bytes(kind: str, m: int, n: int, element_size: int, family: str = "rms", out_element_size: int = 0,
+              residual_element_size: int = 0) -> int:
+    """Bytes a pass ("fwd"/"bwd") of `family` must move at least (parameters, rstd ignored): its M×N tensors
+    of element_size bytes, but the forward's y of out_element_size and a fused forward's residual and
+    residual_out of residual_element_size (0: element_size)."""
+    nbytes = PASS_TENSORS[family][kind] * m * n * element_size
+    if kind == "fwd":
+        nbytes += m * n * ((out_element_size or element_size) - element_size)
+        if family in ("fused_add", "fused_layer_norm"):
+            nbytes += 2 * m * n * ((residual_element_size or element_size) - element_size)
+    return nbytes
 
 
 def percent_of_copy(nbytes: int, seconds: Optional[float], copy_bytes_per_s: Optional[float]
