@@ -182,10 +182,11 @@ def bwd_arguments(config: cfg.TileConfig, x, weight, dy, dresidual_out, mean, rs
 
 
 def finish_arguments(partials: Tensor, out: Tensor, out2: Tensor, count: int, programs: int, columns: int,
-                     pdl: bool) -> tuple:
+                     pdl: bool, tile_rows: Optional[int] = None) -> tuple:
     """(grid, args, options) of the finisher summing `programs` partial rows of `columns` from partials[k]
-    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes."""
-    finish = cfg.finish_config(interpret(), programs, columns)
+    into out (k = 0) and, with count 2, out2 (docs/design.md#finisher); pdl: wait for the backward's writes.
+    tile_rows: the row count its tile is chosen for, where `programs` is symbolic (default: programs)."""
+    finish = cfg.finish_config(interpret(), programs if tile_rows is None else tile_rows, columns)
     grid = (cfg.cdiv(columns, finish.block_n), count)
     args = (partials, out, out2, programs, columns, partials.stride(0))
     options = dict(BLOCK_G=finish.block_m, BLOCK_N=finish.block_n, USE_PDL=pdl, num_warps=finish.num_warps,

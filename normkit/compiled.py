@@ -217,6 +217,9 @@ def _aligned(n: int, *tensors: Optional[Tensor]) -> bool:
     return n % 16 == 0 and all(t is None or (t.stride(1) == 1 and t.stride(0) % 16 == 0) for t in tensors)
 
 
+_MANY_ROWS = 2 ** 62  # more row blocks than any grid has programs
+
+
 def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, dbias, dgate, eps, weight_offset,
                  is_rms_norm, x_hat_dtype) -> Optional[list]:
     """[(kernel, grid, args, options)] of the backward and its finishers, None where the opaque op takes the call."""
@@ -244,9 +247,12 @@ def bwd_launches(x, weight, dy, mean, rstd, dresidual_out, gate, dx, dweight, db
                                       None, heads, float(eps), float(weight_offset), flags, False)
         grid = bwd_grid(config, x, heads, sms)(_built(kernels().norm_bwd_kernel, args, options))
         launches[:] = [(kernels().norm_bwd_kernel, grid, args, options)]
+        # a symbolic M (dynamic shapes) can make the grid symbolic: the finisher's tile is then sized for the
+        # most programs the grid takes (its loop masks the partial rows past the count it is given)
+        most = grid[0] if isinstance(grid[0], int) else cfg.backward_grid(config, _MANY_ROWS, sms, n=n, heads=heads)
         for partial, grad, spare in zip(partials, (dweight, dbias), spares):
             if grad is not None:
-                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False)
+                finish = finish_arguments(partial, grad, spare, 1, grid[0], heads * n, False, tile_rows=most)
                 launches.append((kernels().sum_partials_kernel, *finish))
 
     run_compiled(run, config, cfg.fit_block_m(FALLBACK_BWD, rows_to_fit(m // heads)),

@@ -182,6 +182,17 @@ class _CompiledNormFunction(NormFunction):
         return _backward(ctx, dout, dresidual_out, torch.is_grad_enabled() or _transforms_active())
 
 
+class _CompiledNormFunctionDroppingH(_CompiledNormFunction):
+    """_CompiledNormFunction for a call that drops residual_out (a residual, prenorm=False): no gradient
+    reaches it, but AOTAutograd (which does not honour set_materialize_grads(False)) hands the backward a
+    materialised M × N zero gradient for it. Ignored here, the zeros are dead code the compiler removes;
+    read, they cost an allocation, a fill and a read of M × N that the eager call does not make."""
+
+    @staticmethod
+    def backward(ctx, dout, dresidual_out=None, _stats=None):
+        return _backward(ctx, dout, None, torch.is_grad_enabled() or _transforms_active())
+
+
 class _TracedNormFunction(NormFunction):
     """NormFunction as torch.jit.trace records it. TorchScript's Python op returns tensors only, so
     the statistics stay behind (the backward recomputes them); the forward calls the registered op,
@@ -238,13 +249,14 @@ def _unwrapped(x, weight, bias, residual, gate) -> tuple:
             None if gate is None else _unwrap_if_dead(gate))
 
 
-def _norm_apply(x, weight, bias, residual, gate, *rest):
+def _norm_apply(x, weight, bias, residual, gate, *rest, prenorm=True):
     """(y, residual_out, (mean, rstd)) for 2-D inputs; rest: NormFunction's non-tensor arguments, the
-    call being planned (`normkit.calls`) or None last."""
+    call being planned (`normkit.calls`) or None last. prenorm=False: the caller drops residual_out."""
     if torch.compiler.is_compiling():  # (dynamo folds it first)
         if _transforms_active() or _forward_ad._current_level >= 0 or _traces_autograd():
             return graphs.forward_graph(x, weight, bias, residual, gate, *rest[:6])
-        return _CompiledNormFunction.apply(x, weight, bias, residual, gate, *rest)
+        function = _CompiledNormFunction if prenorm else _CompiledNormFunctionDroppingH
+        return function.apply(x, weight, bias, residual, gate, *rest)
     if _transforms_active():
         return NormFunction.apply(x, weight, bias, residual, gate, *rest)
     if _tracing_state() is not None:
@@ -309,7 +321,7 @@ def _apply(x, weight, bias, residual, eps, weight_offset, is_rms_norm, prenorm, 
         call = calls.FwdCall(x, residual, eps, weight_offset, is_rms_norm, out_dtype, residual_dtype, x_hat_dtype,
                              autograd and _stores_stats(x, residual, is_rms_norm, residual_dtype), autograd, prenorm)
     outputs = _norm_apply(x2, weight, bias, residual2, gate2, eps, float(weight_offset), is_rms_norm, out_dtype,
-                          residual_dtype, x_hat_dtype, call)
+                          residual_dtype, x_hat_dtype, call, prenorm=prenorm)
     if call is not None and call.plan is not None:
         calls.CALLS.put(key, call)
     if flat:

@@ -83,9 +83,14 @@ def test_modules_under_autocast_compute_what_stock_computes(cls, stock_cls, devi
 
 
 def test_autocast_rule_is_read_from_torch_dispatcher():
+    """normkit's modules, patched ones too, cast x to float32 under autocast where torch registers the op for
+    autocast: layer_norm on CUDA; rms_norm on CUDA as the installed torch says (torch 2.11 does not register
+    it, 2.13 does); neither on the CPU. On a GPU, test_patch_hunt checks the dtype against stock's."""
+    assert modules._has_autocast_kernel("aten::layer_norm", "cuda")
     for op in ("aten::layer_norm", "aten::rms_norm"):
-        assert modules._has_autocast_kernel(op, "cuda")
         assert not modules._has_autocast_kernel(op, "cpu")
+        assert modules._has_autocast_kernel(op, "cuda") is torch._C._dispatch_has_kernel_for_dispatch_key(
+            op, "AutocastCUDA")
 
 
 @pytest.mark.parametrize("cls", [normkit.RMSNorm, normkit.LayerNorm])

@@ -30,7 +30,9 @@ def _spin_ptx(words: int) -> str:
         lines += [f"mov.b64 {{lo, hi}}, ${i};",
                   f"setp.ne.s32 p, hi, ${tag};" if i == 0 else f"setp.ne.or.s32 p, hi, ${tag}, p;"]
     lines += ["@!p bra DONE;", "nanosleep.u32 64;", "bra SPIN;", "DONE:"]
-    return "{" + "".join("\n        " + line for line in lines + ["}"])
+    # one line, no backslash: torch 2.11's Inductor pastes a traced kernel's globals into a non-raw string
+    # literal, where a "\\n" escape became a newline inside the string (the generated module failed to load)
+    return "{ " + " ".join(lines + ["}"])
 
 
 _SPIN_ONE = tl.constexpr(_spin_ptx(1))
