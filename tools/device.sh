@@ -13,7 +13,7 @@
 #                  (eager): $OUT/<model>-<mode>.{json,log}
 #   cold           python -m normkit with Triton's and Inductor's caches emptied, timed: $OUT/cold.{log,json}
 #   portable       split-row tests with the portable spin wait, then the wide-row bench tuned / generic / generic
-#                  portable (NORMKIT_ARCH, NORMKIT_PORTABLE): $OUT/portable-*.log
+#                  portable (NORMKIT_ARCH, NORMKIT_PORTABLE; $PORTABLE_VARIANTS picks, tuned-portable too): $OUT/portable-*.log
 #   compiled       the traced-kernel compile path: its GPU tests, then llama and qwen3 compiled, stock against the
 #                  opaque ops (patched, fused) and the traced kernels (traced, fused-traced): $OUT/<model>-traced.*
 #   sweep          every heuristic configuration against float64, no sanitizer (warms Triton's cache)
@@ -82,14 +82,15 @@ run_step() {
         --json "$OUT/qwen3-next-eager.json" > "$OUT/qwen3-next-eager.log" 2>&1; echo "qwen3-next rc=$?"
       grep -E "^\|" "$OUT/qwen3-next-eager.log" ;;
     portable)
-      NORMKIT_PORTABLE=1 timeout -s INT "${PORTABLE_TESTS_LIMIT:-150}" $PY -m pytest -x -q -p no:cacheprovider -rfE tests/test_split_rows.py \
+      [ "${PORTABLE_TESTS_LIMIT:-150}" = 0 ] || NORMKIT_PORTABLE=1 timeout -s INT "${PORTABLE_TESTS_LIMIT:-150}" $PY -m pytest -x -q -p no:cacheprovider -rfE tests/test_split_rows.py \
         > "$OUT/portable-tests.log" 2>&1; echo "portable split tests rc=$? $(tail -1 "$OUT/portable-tests.log")"
       grep -E "^(FAILED|ERROR)" "$OUT/portable-tests.log" | head -5
       for v in ${PORTABLE_VARIANTS:-tuned generic portable}; do
-        case $v in tuned) E="";; generic) E="NORMKIT_ARCH=generic";; portable) E="NORMKIT_ARCH=generic NORMKIT_PORTABLE=1";; esac
+        case $v in tuned) E="";; generic) E="NORMKIT_ARCH=generic";; portable) E="NORMKIT_ARCH=generic NORMKIT_PORTABLE=1";;
+          tuned-portable) E="NORMKIT_PORTABLE=1";; *) echo "PORTABLE_VARIANTS: unknown variant '$v'" >&2; return 2;; esac
         env $E timeout 100 $PY -m normkit bench --family rms,layer_norm --impls normkit --dtypes bf16 --markdown \
           --shapes 4096x16384,2048x32768,4096x65536,2048x131072 > "$OUT/portable-$v.log" 2>&1; echo "bench $v rc=$?"
-        grep -E "^(###|\| bf16)" "$OUT/portable-$v.log" | grep -A4 backward | grep "^| bf16" | cut -c1-40
+        grep -E "^(###|\| bf16)" "$OUT/portable-$v.log" | grep -i -A4 backward | grep "^| bf16" | cut -c1-40
       done ;;
     compiled)
       timeout "${COMPILED_TESTS_LIMIT:-300}" $PY -m pytest -q -p no:cacheprovider -rfE tests/test_compile_ops.py tests/test_compile_hunt.py > "$OUT/compiled-tests.log" 2>&1
