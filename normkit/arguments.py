@@ -10,7 +10,7 @@ import torch
 
 from . import config as cfg
 from ._runtime import inline_ptx, interpret, resident_programs, target
-from .variant import (check_gate_config, gate_flags, gated_backward_tile, sms_for_tiles, tl_compute_dtype,
+from .variant import (check_gate_config, gate_flags, gated_backward_tile, gated_forward_tile, sms_for_tiles, tl_compute_dtype,
                       tl_x_hat_dtype)
 
 Tensor = torch.Tensor
@@ -49,15 +49,15 @@ def fwd_tile(x, out, weight, bias, residual, residual_out, gate, is_rms_norm: bo
     m, n = x.shape
     if config is not None:
         cfg.check_covers(config, n)
-    config = cfg.fit_block_m(config or cfg.tile_config(n, False, interpret(), heads=heads,
-                                                       multiprocessors=sms_for_tiles(gate, sms),
-                                                       residual=residual is not None, layer_norm=not is_rms_norm,
-                                                       element_size=x.element_size(),
-                                                       out_element_size=out.element_size(),
-                                                       residual_element_size=max(
-                                                           (t.element_size() for t in (residual, residual_out)
-                                                            if t is not None), default=0), device=target(x.device)),
-                          rows_to_fit(m))
+    picked = config or cfg.tile_config(n, False, interpret(), heads=heads, multiprocessors=sms_for_tiles(gate, sms),
+                                       residual=residual is not None, layer_norm=not is_rms_norm,
+                                       element_size=x.element_size(), out_element_size=out.element_size(),
+                                       residual_element_size=max((t.element_size() for t in (residual, residual_out)
+                                                                  if t is not None), default=0),
+                                       device=target(x.device))
+    if gate is not None and config is None:
+        picked = gated_forward_tile(picked)
+    config = cfg.fit_block_m(picked, rows_to_fit(m))
     if config.split and (config.prefetch or heads > 1):
         raise ValueError(f"the forward's split rows take neither prefetch nor per-head weights, got {config}")
     check_gate_config(gate, config)

@@ -69,13 +69,25 @@ def gated_backward_tile(config: cfg.TileConfig) -> cfg.TileConfig:
     counts bf16 16 × 128 on 1 warp 255 registers and a spill → 8 × 128 168 (ungated 133), 2 × 2048 255 →
     1 × 2048 157 (168), fp32 32 × 128 6048 B spilled → 16 × 128 none. Counted, not yet timed on an H200."""
     if config.one_tile and config.block_n > 8192:
-        return GATED_WIDE_BACKWARD
+        return GATED_ROW_BACKWARD if config.block_n <= GATED_ROW_BACKWARD.block_n else GATED_WIDE_BACKWARD
     return dataclasses.replace(config, block_m=config.block_m // 2) if config.one_tile and config.block_m > 1 \
         else config
 
 
-# A gated backward's whole row of 16384 holds three rows of inputs and spilled (H200, bf16 4096×16384:
-# 4494 µs, 4 % of copy): rows wider than 8192 take the ungated backward's column tiles of wide rows.
+def gated_forward_tile(config: cfg.TileConfig) -> cfg.TileConfig:
+    """The forward's tile for a gated norm: the whole row of ≤ 16384 that the ungated forward re-reads under a
+    register cap (`TileConfig.reload`, max_registers) held instead — with a gate the re-read is of two rows
+    (H100, bf16, `tools/tune.py --family gated`: 4096×16384 166.7 µs, 80 % of copy → 137.0, 98 %; 8192×8192
+    136.8 → 132.2). Wider rows: not measured, as picked."""
+    if config.reload and config.one_tile and not config.split and config.block_n <= 16384:
+        return dataclasses.replace(config, reload=False, max_registers=0)
+    return config
+
+
+# The gated backward's rows of 8193-16384 on one tile of 16 warps (H100, bf16 4096×16384, `tools/tune.py
+# --family gated`: 388.2 µs on GATED_WIDE_BACKWARD's column tiles → 325.5, 57 → 68 % of copy; 8 warps 368.6).
+GATED_ROW_BACKWARD = cfg.TileConfig(block_m=1, block_n=16384, one_tile=True, num_warps=16, programs_per_sm=1)
+# Wider rows take the ungated backward's column tiles of wide rows (a whole row of 32768 holds three rows of inputs).
 GATED_WIDE_BACKWARD = cfg.TileConfig(block_m=2, block_n=4096, one_tile=False, num_warps=16, programs_per_sm=2)
 
 

@@ -8,6 +8,7 @@ torch.func, torch.compile, launch plans; and the errors bad inputs get.
 """
 
 import copy
+import dataclasses
 import importlib
 import warnings
 
@@ -415,13 +416,22 @@ def test_a_gate_never_takes_split_rows_even_when_the_device_would_split():
     assert ungated.split and not gated.split
 
 
-def test_the_gated_backward_takes_column_tiles_past_8192():
-    """Rows wider than 8192 in the gated backward take column tiles (a whole row of 16384 holding x, dy
-    and the gate spilled on the H200: 4494 µs at bf16 4096×16384); narrower whole rows take half the rows."""
+def test_the_gated_backward_takes_a_row_of_16384_then_column_tiles():
+    """Rows of 8193-16384 in the gated backward take one whole-row tile of 16 warps (GATED_ROW_BACKWARD; H100 bf16
+    4096×16384: 325.5 µs against the column tiles' 388.2), wider rows column tiles; narrower whole rows take
+    half the rows (three input rows a tile); the forward holds the rows the ungated one re-reads."""
     from normkit import config as cfg
 
     pick = getattr(cfg.tile_config, "__wrapped__", cfg.tile_config)
-    wide = variant.gated_backward_tile(pick(16384, True, False, multiprocessors=0, element_size=2))
+    for n in (12288, 16384):
+        row = variant.gated_backward_tile(pick(n, True, False, multiprocessors=0, element_size=2))
+        assert row == variant.GATED_ROW_BACKWARD and row.block_n >= n
+    wide = variant.gated_backward_tile(pick(32768, True, False, multiprocessors=0, element_size=2))
     assert not wide.one_tile and not wide.split and wide == variant.GATED_WIDE_BACKWARD
+    for n, held in ((8192, True), (16384, True), (32768, False)):
+        ungated = pick(n, False, False, multiprocessors=0, element_size=2)
+        gated = variant.gated_forward_tile(ungated)
+        assert ungated.reload and gated.reload is not held and (gated.max_registers == 0 or not held)
+        assert dataclasses.replace(gated, reload=ungated.reload, max_registers=ungated.max_registers) == ungated
     narrow = pick(128, True, False, multiprocessors=0, element_size=2)
     assert variant.gated_backward_tile(narrow).block_m == max(1, narrow.block_m // 2)

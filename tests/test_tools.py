@@ -150,7 +150,7 @@ def test_tune_times_the_tile_the_launchers_pick_for_a_gate(monkeypatch):
         return tune.heuristic_tile(kind, call, 132)
 
     assert pick("fwd", 131072, False, m=4).split and not pick("fwd", 131072, True, m=4).split
-    assert pick("bwd", 16384, False).split and pick("bwd", 16384, True) == variant.GATED_WIDE_BACKWARD
+    assert pick("bwd", 16384, False).split and pick("bwd", 16384, True) == variant.GATED_ROW_BACKWARD
     ungated = pick("bwd", 1024, False)
     assert ungated.one_tile and ungated.block_m >= 2
     assert pick("bwd", 1024, True) == dataclasses.replace(ungated, block_m=ungated.block_m // 2)

@@ -249,16 +249,20 @@ def _gated_cases():
                    X_HAT_DTYPE=FLOAT_TYPES[dtype], U_DTYPE=u_dtype)
         for name, tile in (("whole", dict(BLOCK_M=4, BLOCK_N=128, ONE_TILE=True, STREAM=True)),
                            ("reload", dict(BLOCK_M=1, BLOCK_N=4096, ONE_TILE=True, RELOAD=True)),
-                           ("columns", dict(BLOCK_M=1, BLOCK_N=4096, ONE_TILE=False, BF16_PAIRS=dtype == "bf16"))):
-            yield f"fwd {dtype} gated {name}", norm_fwd_kernel, dtype, FWD_POINTERS, dict(fwd, **tile), 4
+                           ("columns", dict(BLOCK_M=1, BLOCK_N=4096, ONE_TILE=False, BF16_PAIRS=dtype == "bf16")),
+                           ("row of 16384", dict(BLOCK_M=1, BLOCK_N=16384, ONE_TILE=True, STREAM=True))):
+            yield (f"fwd {dtype} gated {name}", norm_fwd_kernel, dtype, FWD_POINTERS, dict(fwd, **tile),
+                   16 if tile["BLOCK_N"] == 16384 else 4)
         bwd = dict(gated, HAS_DRESIDUAL=False, X_HAT_DTYPE=FLOAT_TYPES[dtype], U_DTYPE=u_dtype, SPLIT=1)
         for recompute in (False, True):
             for name, tile in (("whole", dict(BLOCK_M=16, BLOCK_N=128, ONE_TILE=True)),
                                ("prefetch", dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=True, PREFETCH=True)),
                                ("staged", dict(BLOCK_M=16, BLOCK_N=128, ONE_TILE=True, ASYNC_STAGES=3)),
-                               ("columns", dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=False))):
+                               ("columns", dict(BLOCK_M=2, BLOCK_N=4096, ONE_TILE=False)),
+                               ("row of 16384", dict(BLOCK_M=1, BLOCK_N=16384, ONE_TILE=True))):  # GATED_ROW_BACKWARD
                 yield (f"bwd {dtype} gated {name} recompute={recompute}", norm_bwd_kernel, dtype, BWD_POINTERS,
-                       dict(bwd, RECOMPUTE_STATS=recompute, **tile), 4 if tile["BLOCK_N"] == 128 else 8)
+                       dict(bwd, RECOMPUTE_STATS=recompute, **tile),
+                       {128: 4, 4096: 8, 16384: 16}[tile["BLOCK_N"]])
     yield ("fwd bf16 x fp32 gate gated whole", norm_fwd_kernel, "bf16", dict(FWD_POINTERS, GATE="*fp32"),
            dict(gated, BLOCK_M=4, BLOCK_N=1024, ONE_TILE=True, HAS_RESIDUAL=False, STORE_RESIDUAL_OUT=False,
                 STORE_STATS=False, X_HAT_DTYPE=tl.float32, U_DTYPE=tl.float32), 4)
