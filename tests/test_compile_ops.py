@@ -216,7 +216,7 @@ def _assert_as_eager(got: list, expected: list, note=None) -> None:
         if g.shape == got[0].shape:
             assert torch.equal(g, e), note
         else:
-            tol = 1e-5 if g.dtype == torch.float32 else 1e-2
+            tol = 1e-4 if g.dtype == torch.float32 else 1e-2  # (sums of ~1000 rows grouped otherwise)
             torch.testing.assert_close(g, e, rtol=tol, atol=tol, msg=lambda m: f"{note}: {m}")
 
 
