@@ -10,8 +10,8 @@ import torch
 
 from . import config as cfg
 from ._runtime import inline_ptx, interpret, resident_programs, target
-from .variant import (check_gate_config, gate_flags, gated_backward_tile, gated_forward_tile, sms_for_tiles, tl_compute_dtype,
-                      tl_x_hat_dtype)
+from .variant import (check_gate_config, gate_flags, gated_backward_tile, gated_forward_tile, sms_for_tiles,
+                      tl_compute_dtype, tl_x_hat_dtype)
 
 Tensor = torch.Tensor
 
