@@ -153,6 +153,7 @@ def norm_bwd_kernel(
     and its share of dweight = Σ dy·ĥ and dbias = Σ dy, stored as its row of DW_PARTIAL / DB_PARTIAL
     for `sum_partials_kernel` to finish. Gated: dy·silu(gate) in place of dy, and dgate = dy·u·silu'(gate)."""
     tl.static_assert(not (HAS_GATE and SPLIT > 1), "split rows take no gate")
+    EARLY_TERMS: tl.constexpr = HAS_GATE and ONE_TILE and IS_RMS_NORM and not RECOMPUTE_STATS
     if LAUNCH_DEPENDENTS:
         launch_dependents()
     eps = tl.full([], eps, COMPUTE_DTYPE)  # float32 kernels round them as before, float64 ones keep them
@@ -233,6 +234,15 @@ def norm_bwd_kernel(
                 w_block = block_weight(w, W, w_row, cols, col_mask, weight_offset, HAS_WEIGHT, KEEP_W,
                                        COMPUTE_DTYPE, BF16_PAIRS)
                 g = dy * w_block[None, :]
+            if EARLY_TERMS:  # ĥ from the saved rstd: dgate and dweight's term before the sums, so gate, dy_in
+                # and dy die before the row reductions, the same bits (ptxas, sm_90, bf16 gated picks: 1 × 16384
+                # spilled 4636 → 2684 B a thread, 1 × 8192 1012 → 652, 8 × 128 848 → 616; not yet timed)
+                x_hat_early = h * tl.where(row_mask, rstd, 0.0)[:, None]
+                if HAS_WEIGHT:
+                    dw_acc += tl.sum(dweight_term(dy, x_hat_early, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
+                tl.store(DGATE + dgate_rows + cols[None, :],
+                         dgate_term(dy_in, gate, sigmoid, x_hat_early, w_block if HAS_WEIGHT else 0.0, HAS_WEIGHT,
+                                    X_HAT_DTYPE, U_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), mask=mask)
             if JOIN_SUMS and not IS_RMS_NORM:  # one tree, one set of cross-warp barriers, for both sums
                 sum_gh, sum_g = tl.split(tl.sum(tl.join(g * h, g), axis=1))
             else:
@@ -284,11 +294,11 @@ def norm_bwd_kernel(
             x_hat, dh = compute_dh(h, g, mean, rstd, sum_gh, sum_g, N, IS_RMS_NORM, KEEP_W)
             store_dh(DX, DRESIDUAL_OUT, dx_rows + cols[None, :], dres_rows + cols[None, :] * stride_dres_col,
                      dh, mask, HAS_DRESIDUAL, COMPUTE_DTYPE, BF16_PAIRS)
-            if HAS_WEIGHT:
+            if HAS_WEIGHT and not EARLY_TERMS:
                 dw_acc += tl.sum(dweight_term(dy, x_hat, X_HAT_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), axis=0)
             if HAS_BIAS:
                 db_acc += tl.sum(dy, axis=0)
-            if HAS_GATE:
+            if HAS_GATE and not EARLY_TERMS:
                 tl.store(DGATE + dgate_rows + cols[None, :],
                          dgate_term(dy_in, gate, sigmoid, x_hat, w_block if HAS_WEIGHT else 0.0, HAS_WEIGHT,
                                     X_HAT_DTYPE, U_DTYPE, COMPUTE_DTYPE, BF16_PAIRS), mask=mask)
