@@ -59,13 +59,15 @@ def _per_head(t: Optional[Tensor], heads: int) -> Optional[Tensor]:
 
 
 def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch.device):
-    """The zeroed int64 exchange slots (groups, RING, 4, 2, SPLIT, BLOCK_M) of a split-row launch
-    (see `kernels.stats.publish_row_sums`; a round's words are tagged ≥ 1, so zeros never match)."""
+    """The zeroed int64 exchange slots (groups, RING, 4·2·SPLIT·BLOCK_M + COUNT_WORDS) of a split-row launch
+    (see `kernels.stats.publish_row_sums`; a round's words are tagged ≥ 1, so zeros never match; the counts start
+    at 0)."""
     if interpret():
         raise ValueError("split-row configs need every program resident at once; "
                          "Triton's interpreter runs programs one after another")
     ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
-    return torch.zeros((groups * ring * 8 * cfg.next_power_of_2(parts) * config.block_m,), dtype=torch.int64,
+    slot = 8 * cfg.next_power_of_2(parts) * config.block_m + kernels().stats.COUNT_WORDS.value
+    return torch.zeros((groups * ring * slot,), dtype=torch.int64,
                        device=device)
 
 

@@ -193,8 +193,9 @@ def test_the_compile_check_sees_inline_assembly():
 
 # A portable split backward for sm_90 (the H200 forced onto the generic ladder, NORMKIT_PORTABLE=1) and for gfx942
 # (parts of one row: see _ASM_CHECK), LayerNorm recomputing its statistics: four words a lane in one wait. Printed:
-# the volatile loads in the TTGIR's scf.while and after it, then the spin's loads in the innermost loop of the
-# target's assembly and in all of it (ld.volatile on NVIDIA; on AMD loads with sc0 sc1, past the caches).
+# the volatile loads in the TTGIR's scf.while (the count's spin) and outside it, the count's acquire reads in the
+# loop and before it, the count's release adds, then the volatile loads in the target's assembly (ld.volatile on
+# NVIDIA; on AMD loads with sc0 sc1, past the caches).
 _SPIN_CHECK = r"""
 import dataclasses, re, sys
 sys.path.insert(0, "tools")
@@ -209,50 +210,41 @@ def loop_and_rest(ttgir):
                 and not lines[k].lstrip().startswith(("} do {", "^bb")))
     return "\n".join(lines[first:last + 1]), "\n".join(lines[:first] + lines[last + 1:])
 
-def innermost(asm, label, branch, load):
-    lines, loops = asm.split("\n"), []
-    for k, line in enumerate(lines):
-        found = re.match(label, line)
-        back = [j for j in range(k, len(lines)) if found and re.search(branch % re.escape(found.group(1)), lines[j])]
-        if back and any(re.search(load, x) for x in lines[k:back[-1] + 1]):
-            loops.append(lines[k:back[-1] + 1])
-    return "\n".join(min(loops, key=len)) if loops else ""
-
 generic = cfg.device.forced(cfg.KNOWN_DEVICES["sm90"], "generic")
 split = cfg.tile_config(65536, True, False, device=generic, layer_norm=True, element_size=2, recompute=True)
 scenario = dict(backward=True, residual=False, layer_norm=True, element_size=2, heads=1, recompute=True)
-for name, tile, asm, label, branch, load in (
-        ("sm90", split, "ptx", r"^([$]L__BB[0-9_]+):", r"bra(\.uni)?\s+%s;", r"ld\.volatile"),
-        ("gfx942", dataclasses.replace(split, block_m=1), "amdgcn", r"^(\.LBB[0-9_]+):", r"s_c?branch\w*\s+%s$",
-         r"global_load\w* .*sc0 sc1")):
+for name, tile, asm, load in (("sm90", split, "ptx", r"ld\.volatile"),
+                              ("gfx942", dataclasses.replace(split, block_m=1), "amdgcn", r"global_load\w* .*sc0 sc1")):
     assert tile.split
     compiled = ct.compile_pick(ct.TARGETS[name], tile, scenario, ptx=False)
     loop, rest = loop_and_rest(compiled.asm["ttgir"])
-    text = compiled.asm[asm]
     count = lambda pattern, where: len(re.findall(pattern, where))
-    print(name, count("isVolatile = true", loop), count("isVolatile = true", rest),
-          count(load, innermost(text, label, branch, load)), count(load, text))
+    print(name, count("isVolatile = true", loop), count("isVolatile = true", rest), count("add, acquire", loop),
+          count("add, acquire", rest), count("add, release", rest), count(load, compiled.asm[asm]))
 """
 
 
 def test_the_portable_wait_reads_each_word_once_a_round():
-    """The portable spin wait (ptx._spin) compiled for sm_90 and gfx942: one volatile load of each awaited word a
-    round inside the loop, none after it (the words a round checked are the ones returned), and in the assembly
-    every one of the spin's loads inside the innermost loop. Triton had copied each load into the other layouts
-    the loop's reduction asked for (four of each word a round, three of them unused) and read the words again
-    after the loop; on gfx942 it dropped their volatility (triton-lang/triton#11223), which `.cv` keeps."""
+    """The portable wait compiled for sm_90 and gfx942: a part announces its round with one release add to the
+    slot's count (ptx.announce), and waits on one acquire read of the count, before and inside a loop that holds no
+    other load (ptx.await_count); each awaited word is then read once, volatile, outside any spin — on gfx942 at
+    most twice (Triton rematerialises the loads of three of the words in the layout the merge's reduction takes).
+    The wait this replaced spun on the words themselves, reducing a padded copy of each across the block and then
+    a late count, every round; on gfx942 Triton dropped the loads' volatility (triton-lang/triton#11223), which
+    `.cv` keeps."""
     out = subprocess.run([sys.executable, "-c", _SPIN_CHECK], cwd=ROOT, env=_compiler_env(), capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     for line in out.stdout.split("\n")[:2]:
-        name, in_loop, after, asm_in_loop, asm_total = line.split()
-        assert (int(in_loop), int(after)) == (4, 0), line  # four words a lane, each loaded once a round
-        assert int(asm_in_loop) == int(asm_total) > 0, line
+        name, in_loop, outside, acquire_in_loop, acquire_before, release, asm_loads = line.split()
+        assert (int(in_loop), int(acquire_in_loop), int(acquire_before), int(release)) == (0, 1, 1, 1), line
+        assert 4 <= int(outside) <= (4 if name == "sm90" else 8), line  # four words a lane
+        assert int(asm_loads) == int(outside), line
 
 
 @triton.jit
 def _await_kernel(WORDS, OUT, tag, ROWS: tl.constexpr, COLS: tl.constexpr):
-    """Each wait of ptx.py on the portable path, on words already published; the last row's lanes disabled."""
+    """Each wait of ptx.py on the portable path, on words already announced; the last row's lanes disabled."""
     SPAN: tl.constexpr = ROWS * COLS
     offsets = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
     words = WORDS + offsets
@@ -272,7 +264,7 @@ def _await_kernel(WORDS, OUT, tag, ROWS: tl.constexpr, COLS: tl.constexpr):
 def test_the_portable_wait_returns_the_tagged_words():
     """Through the interpreter: await_word, await_two_words and await_four_words without PTX return each enabled
     lane's word as published (tag in the high half, payload in the low) and 0 on disabled lanes, whose words
-    carry an older round's tag (a wait on them would never end)."""
+    carry an older round's tag."""
     rows, cols, tag = 8, 2, 7
     payload = torch.arange(4 * rows * cols, dtype=torch.int64).reshape(4, rows, cols) * 1000 + 17
     words = (tag << 32) | payload
@@ -282,6 +274,34 @@ def test_the_portable_wait_returns_the_tagged_words():
     expected = words[[0, 0, 1, 0, 1, 2, 3]].clone()
     expected[:, -1] = 0
     assert torch.equal(out, expected), (out, expected)
+
+
+@triton.jit
+def _count_kernel(COUNT, OUT, target, BLOCK: tl.constexpr):
+    """Every program announces one round (ptx.announce, portable); program 0 then awaits `target` announcements
+    (ptx.await_count) and writes the count it then reads into every lane of OUT."""
+    ptx.announce(COUNT, False)
+    if tl.program_id(0) == 0:
+        ptx.await_count(COUNT, target, False)
+        tl.store(OUT + tl.arange(0, BLOCK), tl.zeros([BLOCK], tl.int64) + tl.load(COUNT, volatile=True))
+
+
+def test_the_portable_count_adds_one_a_program(device):
+    """ptx.announce adds exactly 1 to the count a program however many threads it has (a scalar atomic: on a GPU
+    one thread of the block; more, and a wait would end before every partner's words), and ptx.await_count
+    returns once the count reaches its target: on a GPU program 0 waits for the eleven programs beside it; the
+    interpreter, which runs programs one after another, announces eleven first (awaiting nothing), then one that
+    awaits all twelve."""
+    parts = 12
+    count = torch.zeros(1, dtype=torch.int64, device=device)
+    out = torch.full((256,), -1, dtype=torch.int64, device=device)
+    if device == "cpu":
+        _count_kernel[(parts - 1,)](count, torch.empty_like(out), 0, 256)
+        _count_kernel[(1,)](count, out, parts, 256)
+    else:
+        _count_kernel[(parts,)](count, out, parts, 256, num_warps=4)
+    assert count.item() == parts
+    assert torch.equal(out, torch.full_like(out, parts)), out
 
 
 def _interpreted_shape(config: cfg.TileConfig) -> tuple:

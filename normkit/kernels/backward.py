@@ -117,7 +117,7 @@ def _accumulate_partial(PARTIAL, offs, mask, contribution):
 def norm_bwd_kernel(
     X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, GATE,  # inputs: h, dy, dresidual_out, gate (M, N) strided; w (HEADS, N)
     DX, DW_PARTIAL, DB_PARTIAL, DGATE,  # outputs: dx, dgate (M, N) row-major; partials (G, HEADS·N)
-    XCHG,  # SPLIT > 1: tagged row sums, int64 (G·HEADS, RING, 4, 2, SPLIT, BLOCK_M), zeroed
+    XCHG,  # SPLIT > 1: tagged row sums and counts, int64 (G·HEADS, RING, 8·SPLIT·BLOCK_M + 8), zeroed
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_dy_row, stride_dy_col,
     stride_dres_row, stride_dres_col, stride_gate_row, stride_gate_col, stride_dx_row, stride_dgate_row,

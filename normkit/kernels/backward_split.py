@@ -104,7 +104,7 @@ def split_rows(X, W, DY, DRESIDUAL_OUT, MEAN, RSTD, DX, DW_PARTIAL, DB_PARTIAL, 
         else:
             sum_gh, sum_g = tl.reduce((g * h_c, g), 1, _add_pair)
         publish_row_sums(XCHG, group, t, part, h_c, mask, N, sum_gh, sum_g, IS_RMS_NORM, RECOMPUTE_STATS,
-                         BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM, sum_h=sum_h)
+                         BLOCK_M, SPLIT, COMPUTE_DTYPE, SUM_G=not IS_RMS_NORM, sum_h=sum_h, PTX=PTX)
 
         # ---- the previous block: its rows' sums, then dh and the parameter partials
         local = (row_block - num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)

@@ -209,7 +209,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
         if STORE_RESIDUAL_OUT:
             tl.store(RESIDUAL_OUT + rows64[:, None] * stride_res_out_row + cols[None, :], h, mask=mask)
         publish_row_sums(XCHG, group, t, part, h, mask, N, zeros, zeros, IS_RMS_NORM, True, BLOCK_M, SPLIT,
-                         COMPUTE_DTYPE, SUM_G=False, SUM_GH=False)
+                         COMPUTE_DTYPE, SUM_G=False, SUM_GH=False, PTX=PTX)
         # ---- block t − 1: the row's statistics from every part, then y from its columns again
         rows = (group + (t - 1) * groups) * BLOCK_M + tl.arange(0, BLOCK_M)
         rows64 = rows.to(tl.int64)
@@ -239,7 +239,7 @@ def _split_rows(X, RESIDUAL, W, B, Y, RESIDUAL_OUT, MEAN, RSTD, XCHG, M, N, HEAD
 def norm_fwd_kernel(
     X, RESIDUAL, W, B, GATE,  # inputs: x, residual, gate (M, N) strided; weight, bias (HEADS, N)
     Y, RESIDUAL_OUT, MEAN, RSTD,  # outputs: y, residual_out (M, N) row-major; mean, rstd (M,)
-    XCHG,  # SPLIT > 1: tagged row sums, int64 (groups, RING, 4, 2, SPLIT, BLOCK_M), zeroed
+    XCHG,  # SPLIT > 1: tagged row sums and counts, int64 (groups, RING, 8·SPLIT·BLOCK_M + 8), zeroed
     M, N, HEADS,
     stride_x_row, stride_x_col, stride_res_row, stride_res_col, stride_gate_row, stride_gate_col,
     stride_y_row, stride_res_out_row,

@@ -11,11 +11,6 @@ tests/test_portability.py checks that no other module holds inline assembly.
 import triton
 import triton.language as tl
 
-# Pads a spin wait's tile of words to this many elements (`_padded`): the most threads a program has on either
-# vendor (32 warps of 32, 16 wavefronts of 64), so no thread holds a replica of another's word.
-_MAX_THREADS = tl.constexpr(1024)
-
-
 # ---- the split parts' spin wait (stats.await_row_sums; docs/design.md#split-rows) ----
 
 def _spin_ptx(words: int) -> str:
@@ -47,12 +42,12 @@ def await_word(ptr, tag, enabled, PTX: tl.constexpr):
     PTX: each lane spins on relaxed loads on its own: the kernel's IR has no loop (Triton's pipeliner can
     still stage the row loop) and no block-wide count of late words (labels in a PTX block are local to it, so
     each copy has its own). 64 ns of nanosleep (sm_70+) between reads: 0-200 ns timed alike on an H200, 600 ns
-    up to 6 % slower. Portable: `_spin`'s loop."""
+    up to 6 % slower. Portable: the words as they are, once `await_count` saw every partner announce them."""
     if PTX:
         word = tl.inline_asm_elementwise(_SPIN_ONE, "=l,l,r,r", [ptr, tag, enabled], dtype=tl.int64,
                                          is_pure=False, pack=1)
     else:
-        word, _, _, _ = _spin(ptr, ptr, ptr, ptr, tag, enabled, 1)
+        word = _read(ptr, enabled)
     return word
 
 
@@ -66,7 +61,8 @@ def await_two_words(ptr, other, tag, enabled, PTX: tl.constexpr):
         a, b = tl.inline_asm_elementwise(_SPIN_TWO, "=l,=l,l,l,r,r", [ptr, other, tag, enabled],
                                          dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
     else:
-        a, b, _, _ = _spin(ptr, other, ptr, ptr, tag, enabled, 2)
+        a = _read(ptr, enabled)
+        b = _read(other, enabled)
     return a, b
 
 
@@ -79,78 +75,41 @@ def await_four_words(a, b, c, d, tag, enabled, PTX: tl.constexpr):
             _SPIN_FOUR, "=l,=l,=l,=l,l,l,l,l,r,r", [a, b, c, d, tag, enabled],
             dtype=(tl.int64, tl.int64, tl.int64, tl.int64), is_pure=False, pack=1)
     else:
-        word_a, word_b, word_c, word_d = _spin(a, b, c, d, tag, enabled, 4)
+        word_a = _read(a, enabled)
+        word_b = _read(b, enabled)
+        word_c = _read(c, enabled)
+        word_d = _read(d, enabled)
     return word_a, word_b, word_c, word_d
 
 
 @triton.jit
-def _padded(ptr):
-    """ptr's (ROWS, COLS) tile broadcast over a third, padding axis up to _MAX_THREADS elements: no thread holds a
-    replica of another's element, so a reduction over the padding axis takes every thread's view (`_spin`)."""
-    ROWS: tl.constexpr = ptr.shape[0]
-    COLS: tl.constexpr = ptr.shape[1]
-    PAD: tl.constexpr = _MAX_THREADS // (ROWS * COLS) if ROWS * COLS < _MAX_THREADS else 1  # (no max(): Triton < 3.6)
-    return ptr[:, :, None] + tl.zeros([ROWS, COLS, PAD], tl.int32)
+def _read(ptr, enabled):
+    """The portable wait's read of words its count said are all there (`await_count`): one volatile load each, past
+    L1 as the PTX's relaxed loads (0 where not `enabled`). ".cv": Triton 3.6's AMD backend drops the volatile flag
+    (triton-lang/triton#11223) but keeps this one (sc0 sc1); NVIDIA's ld.volatile is unchanged by it."""
+    return tl.load(ptr, mask=enabled != 0, other=0, volatile=True, cache_modifier=".cv")
 
 
 @triton.jit
-def _read(ptr, on):
-    """The words at ptr's padded copies (`_padded`; 0 where not `on`), read by volatile loads past L1, as the
-    PTX's relaxed loads. ".cv": Triton 3.6's AMD backend drops the volatile flag (triton-lang/triton#11223) but
-    keeps this one (sc0 sc1); NVIDIA's ld.volatile is unchanged by it."""
-    return tl.load(_padded(ptr), mask=on[:, :, None], other=0, volatile=True, cache_modifier=".cv")
+def announce(counter, PTX: tl.constexpr):
+    """Portable path only (no-op with PTX): after this program's words of a round, add 1 to the slot's count —
+    a block barrier (every thread's words issued before it), then one atomic add with release semantics at GPU
+    scope by one thread (a scalar atomic), the pattern of a cooperative grid sync."""
+    if not PTX:
+        tl.debug_barrier()
+        tl.atomic_add(counter, 1, sem="release")
 
 
 @triton.jit
-def _largest_of_two(a, b, other_a, other_b):
-    """`tl.reduce`'s combine for two words' copies: the larger of each."""
-    return tl.maximum(a, other_a), tl.maximum(b, other_b)
-
-
-@triton.jit
-def _largest_of_four(a, b, c, d, other_a, other_b, other_c, other_d):
-    """`tl.reduce`'s combine for four words' copies: the larger of each."""
-    return tl.maximum(a, other_a), tl.maximum(b, other_b), tl.maximum(c, other_c), tl.maximum(d, other_d)
-
-
-@triton.jit
-def _late(word, tag, on):
-    """Where `on`, whether a word does not carry `tag` (its high half) yet."""
-    return on & ((word >> 32).to(tl.int32) != tag)
-
-
-@triton.jit
-def _spin(a, b, c, d, tag, enabled, WORDS: tl.constexpr):
-    """The portable spin wait on WORDS (1, 2 or 4) words a lane: rounds of volatile loads of every word's padded
-    copies, each word then the largest of its copies (one reduction: the same value in every thread that holds
-    it; tags rise round by round, so the newest copy read), until every word so kept carries the tag (a condition
-    reduced from those values: the same in every thread). Those very values are returned: a tagged word is
-    written once, whole (`stats._send`), so it is final. One L2 round trip a wait once the words have arrived, as
-    the PTX's; no thread returns a copy that was not checked (docs/design.md#split-rows)."""
-    on = enabled != 0
-    word_a = tl.zeros(a.shape, tl.int64)
-    word_b = word_a
-    word_c = word_a
-    word_d = word_a
-    late = 1
-    while late > 0:
-        if WORDS == 1:
-            word_a = tl.max(_read(a, on), axis=2)
-            word_b = word_a
-        elif WORDS == 2:
-            word_a, word_b = tl.reduce((_read(a, on), _read(b, on)), 2, _largest_of_two)
-        else:
-            word_a, word_b, word_c, word_d = tl.reduce((_read(a, on), _read(b, on), _read(c, on), _read(d, on)), 2,
-                                                       _largest_of_four)
-        seen = _late(word_a, tag, on) | _late(word_b, tag, on)
-        if WORDS > 2:
-            seen = seen | _late(word_c, tag, on) | _late(word_d, tag, on)
-        # axis by axis: in the words' own layout (a flat max reshapes the tile through shared memory first)
-        late = tl.max(tl.max(seen.to(tl.int32), axis=1), axis=0)
-    if WORDS < 4:
-        word_c = word_a
-        word_d = word_b
-    return word_a, word_b, word_c, word_d
+def await_count(counter, target, PTX: tl.constexpr):
+    """Portable path only (no-op with PTX): spin until the slot's count (`announce`) reaches `target`. Each round
+    is one scalar atomic read with acquire semantics, whose value Triton hands every thread through shared memory
+    behind a barrier: the loop condition is the same in every thread (no warp can split on it), and every
+    thread's later loads are ordered after the acquire, so the words are read once, unchecked (`_read`)."""
+    if not PTX:
+        seen = tl.atomic_add(counter, 0, sem="acquire")
+        while seen < target:
+            seen = tl.atomic_add(counter, 0, sem="acquire")
 
 
 @triton.jit

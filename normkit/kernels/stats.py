@@ -5,7 +5,7 @@ spins on its partners' tagged words, in PTX or portable Triton: ptx.py)."""
 import triton
 import triton.language as tl
 
-from .ptx import await_four_words, await_two_words, await_word
+from .ptx import announce, await_count, await_four_words, await_two_words, await_word
 
 
 @triton.jit
@@ -85,23 +85,29 @@ def _take_one(ptr, mask, tag, SPAN: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, P
     return tl.where(mask, _value(word, low, COMPUTE_DTYPE), 0.0)
 
 
+# Words after a slot's 8·SPAN: its count of parts that published into it (the portable wait's, `ptx.announce`),
+# padded to 64 bytes so the next slot's words stay aligned
+COUNT_WORDS = tl.constexpr(8)
+
+
 @triton.jit
 def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
-    """Slot iteration % RING of a group: 4 quantities × 2 word planes × SPAN (= SPLIT·BLOCK_M)."""
-    return XCHG + (group.to(tl.int64) * RING + iteration % RING) * (8 * SPAN)
+    """Slot iteration % RING of a group: 4 quantities × 2 word planes × SPAN (= SPLIT·BLOCK_M), then its count."""
+    return XCHG + (group.to(tl.int64) * RING + iteration % RING) * (8 * SPAN + COUNT_WORDS)
 
 
 @triton.jit
 def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
                      SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
-                     sum_h=None, SUM_GH: tl.constexpr = True):
+                     sum_h=None, SUM_GH: tl.constexpr = True, PTX: tl.constexpr = False):
     """Publish this part's row sums of one row block (the group's `iteration`-th) to its partners.
 
-    XCHG (int64, zeroed): (groups, RING, 4, 2, SPLIT, BLOCK_M) — slot iteration % RING, quantity
-    (Σ(g·h), Σg, local mean, local M2), word plane, part, row. Each value is written as words
-    tagged iteration + 1 (`_send`), so a reader knows from the words alone that they are this
-    round's: no counter, no fence (a release would wait for the prefetched loads in flight).
+    XCHG (int64, zeroed): (groups, RING, 4·2·SPLIT·BLOCK_M + COUNT_WORDS) — slot iteration % RING: quantity
+    (Σ(g·h), Σg, local mean, local M2), word plane, part, row; then the slot's count. Each value is written as
+    words tagged iteration + 1 (`_send`), so with PTX a reader knows from the words alone that they are this
+    round's: no counter, no fence (a release would wait for the prefetched loads in flight). Without PTX the part
+    then adds 1 to the slot's count (`ptx.announce`: a barrier and a release), which its partners await.
     Part k contributes, recomputing, s₁ = its mean and s₂ = its M2 over its n_k = min(N − k·BLOCK_N,
     BLOCK_N) columns (RMSNorm: s₂ = Σh²) — n_k counted from N, not reduced from the mask (one block
     reduction fewer a part); `await_row_sums` merges them. Without SUM_G, Σg is
@@ -135,6 +141,7 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
             d = tl.where(mask, h - local_mean[:, None], 0.0)
             _send(slot + 4 * SPAN, local_mean, tag, SPAN, COMPUTE_DTYPE)
             _send(slot + 6 * SPAN, tl.sum(d * d, axis=1), tag, SPAN, COMPUTE_DTYPE)
+    announce(_slot(XCHG, group, iteration, SPAN) + 8 * SPAN, PTX)
 
 
 @triton.jit
@@ -218,16 +225,20 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     The wait, with PTX: each lane spins on its own words in PTX (`ptx.await_word`, `_await_slot`: all of them in
     one wait) — no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late
     words reduced across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (what
-    a poll loop here once did: docs/design.md#tried-and-rejected). Without: ptx.py's portable loop, whose count
-    is the same in every thread. SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
+    a poll loop here once did: docs/design.md#tried-and-rejected). Without: the slot's count of parts that
+    published into it (`ptx.await_count`, read by one thread and handed to all), then each word read once. SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
     """
     SPAN: tl.constexpr = SPLIT * BLOCK_M
     ks = tl.arange(0, SPLIT)
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
-    slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
+    base = _slot(XCHG, group, iteration + RING, SPAN)
+    slot = base + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
+    # without PTX: every part announced this round in this slot; (iteration + RING) // RING rounds used the slot
+    # (0 for iteration −1: no wait)
+    await_count(base + 8 * SPAN, parts * ((iteration + RING) // RING), PTX)
     sum_gh, sum_g, s1, s2 = _await_slot(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
                                         SUM_GH, PTX)
     sum_gh = tl.sum(sum_gh, axis=0)
