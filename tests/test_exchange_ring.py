@@ -13,6 +13,11 @@ Safe iff RING ≥ 2·LAG + 2: a part publishes round u only after its wait for r
 every partner's word of that round, so a partner has reached iteration u − 1 − LAG and may still wait
 for round u − 1 − 2·LAG, in slot (u − 1 − 2·LAG) % RING — which round u overwrites when
 RING = 2·LAG + 1.
+
+Without PTX (`ptx.announce` / `ptx.await_count`) a part adds 1 to its slot's count after its word, and a wait
+for round r reads the slot's count until it reaches parts·(r // RING + 1), then reads the words once, unchecked:
+the second model checks that the words so read are always round r's and that no interleaving leaves every
+unfinished part waiting.
 """
 
 import functools
@@ -69,3 +74,52 @@ def test_the_kernels_ring_is_safe_for_their_lag():
     ring = stats.RING.value
     assert ring >= 2 * 1 + 2
     assert not _hangs(3, ring + 3, ring, 1)
+
+
+def _counted_fails(parts: int, rounds: int, ring: int, lag: int) -> bool:
+    """Whether some interleaving of the counted protocol reads a word of another round or deadlocks. A part's
+    steps: write its word of round t, add 1 to the slot's count, then (t ≥ lag) wait for round t − lag: once the
+    slot's count reaches parts·((t − lag) // ring + 1), read every partner's word."""
+    @functools.lru_cache(maxsize=None)
+    def explore(state) -> bool:
+        progress, slots, counts = state  # progress[p] = 3·t + (0 write, 1 count, 2 wait)
+        unfinished = stepped = False
+        for p in range(parts):
+            step = progress[p]
+            t, phase = divmod(step, 3)
+            if t >= rounds + lag:
+                continue
+            unfinished = True
+            following = progress[:p] + (step + 1,) + progress[p + 1:]
+            if phase == 0:
+                new_slots = list(slots)
+                new_slots[(t % ring) * parts + p] = t
+                nxt = (following, tuple(new_slots), counts)
+            elif phase == 1:
+                new_counts = list(counts)
+                new_counts[t % ring] += 1
+                nxt = (following, slots, tuple(new_counts))
+            else:
+                r = t - lag
+                if r >= 0:
+                    if counts[r % ring] < parts * (r // ring + 1):
+                        continue  # waits
+                    if any(slots[(r % ring) * parts + q] != r for q in range(parts)):
+                        return True  # read a word of another round
+                nxt = (following, slots, counts)
+            stepped = True
+            if explore(nxt):
+                return True
+        return unfinished and not stepped  # every unfinished part waits: a deadlock
+
+    return explore(((0,) * parts, (None,) * (ring * parts), (0,) * ring))
+
+
+def test_the_counted_wait_reads_its_round_and_never_deadlocks():
+    """The portable wait's count with the kernels' ring and lag: every read is of the awaited round and no
+    interleaving deadlocks (two and three parts, enough rounds to lap the ring); with a ring of 2·LAG + 1 a
+    count reaches its target while a partner's word is already the next lap's (the check can fail)."""
+    ring = stats.RING.value
+    for parts in (2, 3):
+        assert not _counted_fails(parts, ring + 3, ring, 1), parts
+    assert _counted_fails(2, 6, 3, 1)
