@@ -261,15 +261,14 @@ def _await_kernel(WORDS, OUT, tag, ROWS: tl.constexpr, COLS: tl.constexpr):
     tl.store(OUT + 6 * SPAN + offsets, d)
 
 
-def test_the_portable_wait_returns_the_tagged_words():
-    """Through the interpreter: await_word, await_two_words and await_four_words without PTX return each enabled
-    lane's word as published (tag in the high half, payload in the low) and 0 on disabled lanes, whose words
-    carry an older round's tag."""
+def test_the_portable_wait_returns_the_tagged_words(device):
+    """await_word, await_two_words and await_four_words without PTX return each enabled lane's word as published
+    (tag in the high half, payload in the low) and 0 on disabled lanes, whose words carry an older round's tag."""
     rows, cols, tag = 8, 2, 7
-    payload = torch.arange(4 * rows * cols, dtype=torch.int64).reshape(4, rows, cols) * 1000 + 17
+    payload = torch.arange(4 * rows * cols, dtype=torch.int64, device=device).reshape(4, rows, cols) * 1000 + 17
     words = (tag << 32) | payload
     words[:, -1] = (tag - 4) << 32  # the last row: a round the ring left behind
-    out = torch.full((7, rows, cols), -1, dtype=torch.int64)
+    out = torch.full((7, rows, cols), -1, dtype=torch.int64, device=device)
     _await_kernel[(1,)](words, out, tag, rows, cols)
     expected = words[[0, 0, 1, 0, 1, 2, 3]].clone()
     expected[:, -1] = 0
