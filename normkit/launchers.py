@@ -67,8 +67,7 @@ def _split_buffer(config: cfg.TileConfig, parts: int, groups: int, device: torch
                          "Triton's interpreter runs programs one after another")
     ring = kernels().stats.RING.value  # slots of the exchange's ring (interpret() imported the kernels)
     slot = 8 * cfg.next_power_of_2(parts) * config.block_m + kernels().stats.COUNT_WORDS.value
-    return torch.zeros((groups * ring * slot,), dtype=torch.int64,
-                       device=device)
+    return torch.zeros((groups * ring * slot,), dtype=torch.int64, device=device)
 
 
 def _dtypes(*tensors: Optional[Tensor]) -> tuple:

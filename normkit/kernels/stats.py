@@ -1,6 +1,6 @@
 """Row statistics: for rows walked in column tiles (`merge_tile_stats`, forward and backward) and
 for rows split across programs (`publish_row_sums` / `await_row_sums`, forward and backward: each part
-spins on its partners' tagged words, in PTX or portable Triton: ptx.py)."""
+spins on its partners' tagged words in PTX, or without PTX on the slot's count of parts that published: ptx.py)."""
 
 import triton
 import triton.language as tl
@@ -97,6 +97,12 @@ def _slot(XCHG, group, iteration, SPAN: tl.constexpr):
 
 
 @triton.jit
+def _count(XCHG, group, iteration, SPAN: tl.constexpr):
+    """The count of slot iteration % RING of a group (`ptx.announce`, `ptx.await_count`): after its 8·SPAN words."""
+    return _slot(XCHG, group, iteration, SPAN) + 8 * SPAN
+
+
+@triton.jit
 def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
                      IS_RMS_NORM: tl.constexpr, RECOMPUTE_STATS: tl.constexpr, BLOCK_M: tl.constexpr,
                      SPLIT: tl.constexpr, COMPUTE_DTYPE: tl.constexpr, SUM_G: tl.constexpr = True,
@@ -141,7 +147,7 @@ def publish_row_sums(XCHG, group, iteration, part, h, mask, N, sum_gh, sum_g,
             d = tl.where(mask, h - local_mean[:, None], 0.0)
             _send(slot + 4 * SPAN, local_mean, tag, SPAN, COMPUTE_DTYPE)
             _send(slot + 6 * SPAN, tl.sum(d * d, axis=1), tag, SPAN, COMPUTE_DTYPE)
-    announce(_slot(XCHG, group, iteration, SPAN) + 8 * SPAN, PTX)
+    announce(_count(XCHG, group, iteration, SPAN), PTX)
 
 
 @triton.jit
@@ -226,19 +232,19 @@ def await_row_sums(XCHG, group, iteration, parts, N, IS_RMS_NORM: tl.constexpr,
     one wait) — no loop in the IR, so Triton's pipeliner can stage the caller's row loop, and no count of late
     words reduced across lanes, whose replicas of the slot could disagree and split a warp inside a shuffle (what
     a poll loop here once did: docs/design.md#tried-and-rejected). Without: the slot's count of parts that
-    published into it (`ptx.await_count`, read by one thread and handed to all), then each word read once. SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
+    published into it (`ptx.await_count`, read by one thread and handed to all), then each word read once.
+    SUM_G / SUM_GH: as `publish_row_sums` sent them (Σg / Σ(g·h) 0 without)::
 
         mean = Σ n_k·s₁ₖ / N        M2 = Σ s₂ₖ + Σ n_k·(s₁ₖ − mean)²        var = M2 / N
     """
     SPAN: tl.constexpr = SPLIT * BLOCK_M
     ks = tl.arange(0, SPLIT)
     k_mask = (ks < parts)[:, None] & (iteration >= 0)
-    base = _slot(XCHG, group, iteration + RING, SPAN)
-    slot = base + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
+    slot = _slot(XCHG, group, iteration + RING, SPAN) + (ks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :])
     tag = iteration + 1
     # without PTX: every part announced this round in this slot; (iteration + RING) // RING rounds used the slot
     # (0 for iteration −1: no wait)
-    await_count(base + 8 * SPAN, parts * ((iteration + RING) // RING), PTX)
+    await_count(_count(XCHG, group, iteration + RING, SPAN), parts * ((iteration + RING) // RING), PTX)
     sum_gh, sum_g, s1, s2 = _await_slot(slot, k_mask, tag, IS_RMS_NORM, RECOMPUTE_STATS, SPAN, COMPUTE_DTYPE, SUM_G,
                                         SUM_GH, PTX)
     sum_gh = tl.sum(sum_gh, axis=0)
